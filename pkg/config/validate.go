@@ -1,0 +1,166 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/metal-ccm/metal-ccm/pkg/powerstate"
+)
+
+// Validate reports every problem of a defaulted config at once, each with its
+// field path. The error wraps ErrInvalid.
+func (c *CloudConfig) Validate() error {
+	errs := c.validate()
+	if len(errs) == 0 {
+		return nil
+	}
+	all := make([]error, 0, len(errs))
+	for _, e := range errs {
+		all = append(all, e)
+	}
+	return fmt.Errorf("%w:\n%w", ErrInvalid, errors.Join(all...))
+}
+
+func (c *CloudConfig) validate() field.ErrorList {
+	var errs field.ErrorList
+	if c.APIVersion != APIVersion {
+		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), c.APIVersion, []string{APIVersion}))
+	}
+	if c.Kind != Kind {
+		errs = append(errs, field.NotSupported(field.NewPath("kind"), c.Kind, []string{Kind}))
+	}
+	errs = append(errs, c.Nodes.validate(field.NewPath("nodes"))...)
+	return errs
+}
+
+func (n *Nodes) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateLabelValue(p.Child("defaultInstanceType"), n.DefaultInstanceType)...)
+	names := map[string]int{}
+	ids := map[string]int{}
+	for i := range n.Inventory {
+		mp := p.Child("inventory").Index(i)
+		m := &n.Inventory[i]
+		errs = append(errs, m.validate(mp)...)
+		if j, dup := names[m.Name]; dup && m.Name != "" {
+			errs = append(errs, field.Duplicate(mp.Child("name"), fmt.Sprintf("%s (also inventory[%d])", m.Name, j)))
+		} else {
+			names[m.Name] = i
+		}
+		if j, dup := ids[m.ID]; dup && m.ID != "" {
+			errs = append(errs, field.Duplicate(mp.Child("id"), fmt.Sprintf("%s (also inventory[%d])", m.ID, j)))
+		} else {
+			ids[m.ID] = i
+		}
+	}
+	switch n.Discovery.Policy {
+	case DiscoveryAccept, DiscoveryReject:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("discovery", "policy"), n.Discovery.Policy,
+			[]DiscoveryPolicy{DiscoveryAccept, DiscoveryReject}))
+	}
+	errs = append(errs, validateTopology(p.Child("topology"), n.Topology)...)
+	if !powerstate.Registered(n.PowerState.Source) {
+		errs = append(errs, field.NotSupported(p.Child("powerState", "source"), n.PowerState.Source, powerstate.Names()))
+	}
+	return errs
+}
+
+var addressTypes = []v1.NodeAddressType{v1.NodeInternalIP, v1.NodeExternalIP, v1.NodeHostName, v1.NodeInternalDNS, v1.NodeExternalDNS}
+
+func (m *Machine) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if m.Name == "" {
+		errs = append(errs, field.Required(p.Child("name"), "the node name of the machine"))
+	} else {
+		for _, msg := range validation.IsDNS1123Subdomain(m.Name) {
+			errs = append(errs, field.Invalid(p.Child("name"), m.Name, msg))
+		}
+	}
+	if m.ID != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(m.ID) {
+			errs = append(errs, field.Invalid(p.Child("id"), m.ID, msg))
+		}
+	}
+	for i, a := range m.Addresses {
+		ap := p.Child("addresses").Index(i)
+		switch a.Type {
+		case v1.NodeInternalIP, v1.NodeExternalIP:
+			if _, err := netip.ParseAddr(a.Address); err != nil {
+				errs = append(errs, field.Invalid(ap.Child("address"), a.Address, "not an IP address"))
+			}
+		case v1.NodeHostName, v1.NodeInternalDNS, v1.NodeExternalDNS:
+			for _, msg := range validation.IsDNS1123Subdomain(a.Address) {
+				errs = append(errs, field.Invalid(ap.Child("address"), a.Address, msg))
+			}
+		default:
+			errs = append(errs, field.NotSupported(ap.Child("type"), a.Type, addressTypes))
+		}
+	}
+	errs = append(errs, validateLabelValue(p.Child("instanceType"), m.InstanceType)...)
+	errs = append(errs, validateLabelValue(p.Child("region"), m.Region)...)
+	errs = append(errs, validateLabelValue(p.Child("zone"), m.Zone)...)
+	errs = append(errs, metav1validation.ValidateLabels(m.Labels, p.Child("labels"))...)
+	return errs
+}
+
+func validateLabelValue(p *field.Path, v string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsValidLabelValue(v) {
+		errs = append(errs, field.Invalid(p, v, msg))
+	}
+	return errs
+}
+
+// ParsePrefix parses a CIDR that must be in canonical form (no host bits set).
+func ParsePrefix(s string) (netip.Prefix, error) {
+	pfx, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("parse CIDR %q: %w", s, err)
+	}
+	if pfx.Masked() != pfx {
+		return netip.Prefix{}, fmt.Errorf("parse CIDR %q: host bits are set, the network is %s", s, pfx.Masked())
+	}
+	return pfx, nil
+}
+
+func validateTopology(p *field.Path, rules []TopologyRule) field.ErrorList {
+	var errs field.ErrorList
+	type indexed struct {
+		pfx netip.Prefix
+		i   int
+	}
+	var parsed []indexed
+	for i, r := range rules {
+		rp := p.Index(i)
+		pfx, err := ParsePrefix(r.Subnet)
+		if err != nil {
+			errs = append(errs, field.Invalid(rp.Child("subnet"), r.Subnet, err.Error()))
+		} else {
+			parsed = append(parsed, indexed{pfx, i})
+		}
+		if r.Region == "" && r.Zone == "" {
+			errs = append(errs, field.Required(rp, "a region, a zone or both"))
+		}
+		errs = append(errs, validateLabelValue(rp.Child("region"), r.Region)...)
+		errs = append(errs, validateLabelValue(rp.Child("zone"), r.Zone)...)
+	}
+	// Report each overlapping pair once, in input order.
+	sort.SliceStable(parsed, func(a, b int) bool { return parsed[a].i < parsed[b].i })
+	for a := range parsed {
+		for b := a + 1; b < len(parsed); b++ {
+			if parsed[a].pfx.Overlaps(parsed[b].pfx) {
+				errs = append(errs, field.Invalid(p.Index(parsed[b].i).Child("subnet"), rules[parsed[b].i].Subnet,
+					fmt.Sprintf("overlaps topology[%d].subnet %s", parsed[a].i, rules[parsed[a].i].Subnet)))
+			}
+		}
+	}
+	return errs
+}

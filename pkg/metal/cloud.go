@@ -1,0 +1,130 @@
+// Package metal is the built-in "metal" cloud provider: it treats the user's own
+// network as the cloud. Nodes are matched to an inventory of machines and to
+// subnet topology rules.
+package metal
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/metal-ccm/metal-ccm/pkg/config"
+	"github.com/metal-ccm/metal-ccm/pkg/powerstate"
+)
+
+// ProviderName is the name given to --cloud-provider.
+const ProviderName = "metal"
+
+// eventComponent is the source component of the Events this provider records.
+const eventComponent = "metal-cloud-controller-manager"
+
+func init() {
+	cloudprovider.RegisterCloudProvider(ProviderName, func(r io.Reader) (cloudprovider.Interface, error) {
+		cfg, err := config.Load(r)
+		if err != nil {
+			return nil, err
+		}
+		return New(cfg)
+	})
+}
+
+// Cloud is the metal provider. Its methods are safe for concurrent use.
+type Cloud struct {
+	state    atomic.Pointer[state]
+	recorder atomic.Pointer[record.EventRecorder]
+}
+
+// state is everything derived from one config, swapped as a whole.
+type state struct {
+	cfg   *config.CloudConfig
+	nodes *nodeIndex
+	power powerstate.Source
+}
+
+var _ cloudprovider.Interface = (*Cloud)(nil)
+
+// New builds the provider from a validated config.
+func New(cfg *config.CloudConfig) (*Cloud, error) {
+	st, err := newState(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cloud{}
+	c.state.Store(st)
+	return c, nil
+}
+
+func newState(cfg *config.CloudConfig) (*state, error) {
+	nodes, err := newNodeIndex(&cfg.Nodes)
+	if err != nil {
+		return nil, fmt.Errorf("build node index: %w", err)
+	}
+	power, err := powerstate.New(cfg.Nodes.PowerState.Source)
+	if err != nil {
+		return nil, fmt.Errorf("build power-state source: %w", err)
+	}
+	return &state{cfg: cfg, nodes: nodes, power: power}, nil
+}
+
+// Initialize starts the Event recorder. The upstream manager calls it once the
+// replica leads, before it starts the controllers.
+func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-stop
+		cancel()
+	}()
+	logger := klog.FromContext(ctx).WithValues("provider", ProviderName)
+	client, err := clientBuilder.Client("metal-cloud-provider")
+	if err != nil {
+		logger.Error(err, "Events will not be recorded: no API client")
+		return
+	}
+	bc := record.NewBroadcaster(record.WithContext(ctx))
+	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	var rec record.EventRecorder = bc.NewRecorder(scheme.Scheme, v1.EventSource{Component: eventComponent})
+	c.recorder.Store(&rec)
+	go func() {
+		<-ctx.Done()
+		bc.Shutdown()
+	}()
+}
+
+// eventf records an Event when the recorder is running.
+func (c *Cloud) eventf(obj *v1.Node, eventType, reason, format string, args ...any) {
+	if rec := c.recorder.Load(); rec != nil {
+		(*rec).Eventf(obj, eventType, reason, format, args...)
+	}
+}
+
+// LoadBalancer is not offered yet.
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return nil, false }
+
+// Instances is the legacy interface; InstancesV2 replaces it.
+func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }
+
+// InstancesV2 matches nodes to machines.
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return c, true }
+
+// Zones is replaced by InstancesV2.
+func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
+
+// Clusters is not offered.
+func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
+
+// Routes is not offered yet.
+func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
+
+// ProviderName returns "metal".
+func (c *Cloud) ProviderName() string { return ProviderName }
+
+// HasClusterID is true: one config serves one cluster, so there is nothing to tag.
+func (c *Cloud) HasClusterID() bool { return true }

@@ -1,0 +1,132 @@
+package metal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+	"k8s.io/klog/v2"
+
+	"github.com/metal-ccm/metal-ccm/pkg/config"
+)
+
+var _ cloudprovider.InstancesV2 = (*Cloud)(nil)
+
+// Event reasons recorded on nodes. They are stable: alerts may match them.
+const (
+	// ReasonDiscoveryRejected: the node is not in the inventory and
+	// nodes.discovery.policy is Reject, so it stays uninitialized.
+	ReasonDiscoveryRejected = "DiscoveryRejected"
+	// ReasonNodeIPUnknown: the node has no address to go by (no
+	// provided-node-ip annotation and no IP in its status).
+	ReasonNodeIPUnknown = "NodeIPUnknown"
+)
+
+// ErrNodeIPUnknown is returned for a node whose addresses cannot be told.
+var ErrNodeIPUnknown = errors.New("node has no provided node IP and no IP address")
+
+// InstanceExists is false only when the configuration says the machine is
+// gone: the node was initialized from an inventory machine (its providerID is
+// metal://inventory/ID) and neither that ID nor the node's name is in the
+// inventory any longer. Discovered, never-initialized and foreign nodes always
+// exist, so no flaky signal deletes a node.
+func (c *Cloud) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
+	st := c.state.Load()
+	if _, ok := st.nodes.machineFor(node); ok {
+		return true, nil
+	}
+	pid, err := parseProviderID(node.Spec.ProviderID)
+	if err != nil || pid.source != sourceInventory {
+		return true, nil
+	}
+	klog.FromContext(ctx).Info("Machine is no longer in the inventory", "node", klog.KObj(node), "providerID", node.Spec.ProviderID)
+	return false, nil
+}
+
+// InstanceShutdown asks the configured power-state source.
+func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
+	off, err := c.state.Load().power.Shutdown(ctx, node)
+	if err != nil {
+		return false, fmt.Errorf("instance shutdown %s: %w", node.Name, err)
+	}
+	return off, nil
+}
+
+// InstanceMetadata describes the machine of a node, from the inventory or,
+// for a node not in it, from discovery.
+func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	st := c.state.Load()
+	if m, ok := st.nodes.machineFor(node); ok {
+		return st.machineMetadata(node, m)
+	}
+	if st.nodes.policy == config.DiscoveryReject && uninitialized(node) {
+		// nil metadata leaves the node tainted without a retry storm; it is
+		// looked at again on its next update or resync.
+		klog.FromContext(ctx).V(2).Info("Node is not in the inventory and discovery is Reject", "node", klog.KObj(node))
+		c.eventf(node, v1.EventTypeWarning, ReasonDiscoveryRejected,
+			"Node %s is not in the inventory and nodes.discovery.policy is Reject: it stays uninitialized", node.Name)
+		return nil, nil
+	}
+	md, err := st.discoveredMetadata(node)
+	if errors.Is(err, ErrNodeIPUnknown) {
+		c.eventf(node, v1.EventTypeWarning, ReasonNodeIPUnknown,
+			"Node %s has no provided-node-ip annotation (kubelet --node-ip) and no IP address", node.Name)
+	}
+	return md, err
+}
+
+func (st *state) machineMetadata(node *v1.Node, m *config.Machine) (*cloudprovider.InstanceMetadata, error) {
+	addrs := make([]v1.NodeAddress, 0, len(m.Addresses))
+	for _, a := range m.Addresses {
+		addrs = append(addrs, v1.NodeAddress{Type: a.Type, Address: a.Address})
+	}
+	if len(addrs) == 0 {
+		addrs = providedAddresses(node)
+	}
+	region, zone := m.Region, m.Zone
+	if region == "" || zone == "" {
+		r, z := st.nodes.topologyFor(addrs)
+		if region == "" {
+			region = r
+		}
+		if zone == "" {
+			zone = z
+		}
+	}
+	return &cloudprovider.InstanceMetadata{
+		ProviderID:       providerID{source: sourceInventory, id: m.ID}.String(),
+		InstanceType:     m.InstanceType,
+		NodeAddresses:    addrs,
+		Region:           region,
+		Zone:             zone,
+		AdditionalLabels: maps.Clone(m.Labels),
+	}, nil
+}
+
+func (st *state) discoveredMetadata(node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	addrs := providedAddresses(node)
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("discover node %s: %w", node.Name, ErrNodeIPUnknown)
+	}
+	region, zone := st.nodes.topologyFor(addrs)
+	return &cloudprovider.InstanceMetadata{
+		ProviderID:    providerID{source: sourceDiscovered, id: node.Name}.String(),
+		InstanceType:  st.cfg.Nodes.DefaultInstanceType,
+		NodeAddresses: addrs,
+		Region:        region,
+		Zone:          zone,
+	}, nil
+}
+
+func uninitialized(node *v1.Node) bool {
+	for _, t := range node.Spec.Taints {
+		if t.Key == cloudproviderapi.TaintExternalCloudProvider {
+			return true
+		}
+	}
+	return false
+}
