@@ -1,0 +1,306 @@
+package framework
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Addresses used by the local control plane. Every address of the project's
+// tests and examples is in 198.18.0.0/15 or 2001:db8::/32.
+const (
+	DefaultServiceCIDR = "198.18.200.0/24,2001:db8:200::/112"
+	DefaultClusterCIDR = "198.19.0.0/16,2001:db8:100::/56"
+)
+
+// Options configure a control plane.
+type Options struct {
+	// Dir holds data, certificates, kubeconfigs and logs. Required.
+	Dir string
+	// Detach starts the processes in their own sessions, to outlive the caller.
+	Detach bool
+	// ServiceCIDR is kube-apiserver's --service-cluster-ip-range.
+	ServiceCIDR string
+	// KCM starts kube-controller-manager as well, allocating node pod CIDRs
+	// from ClusterCIDR.
+	KCM         bool
+	ClusterCIDR string
+	// APIServerArgs are extra kube-apiserver flags.
+	APIServerArgs []string
+}
+
+// ControlPlane is a running etcd and kube-apiserver, and optionally a
+// kube-controller-manager.
+type ControlPlane struct {
+	Dir             string
+	URL             string
+	AdminKubeconfig string
+	Etcd, APIServer *Process
+	KCM             *Process
+	adminToken      string
+	caFile          string
+	etcdURL         string
+}
+
+// StartControlPlane starts etcd and kube-apiserver (RBAC on) on 127.0.0.1 and
+// waits until the API server is ready. On error nothing is left running.
+func StartControlPlane(ctx context.Context, o Options) (cp *ControlPlane, err error) {
+	if o.ServiceCIDR == "" {
+		o.ServiceCIDR = DefaultServiceCIDR
+	}
+	if o.ClusterCIDR == "" {
+		o.ClusterCIDR = DefaultClusterCIDR
+	}
+	cp = &ControlPlane{Dir: o.Dir}
+	defer func() {
+		if err != nil {
+			cp.Stop()
+			cp = nil
+		}
+	}()
+	for _, d := range []string{"etcd", "pki", "logs"} {
+		if err := os.MkdirAll(filepath.Join(o.Dir, d), 0o750); err != nil {
+			return nil, fmt.Errorf("start control plane: %w", err)
+		}
+	}
+	if err := cp.startEtcd(ctx, o); err != nil {
+		return nil, err
+	}
+	if err := cp.startAPIServer(ctx, o); err != nil {
+		return nil, err
+	}
+	if o.KCM {
+		if err := cp.StartKCM(ctx, o); err != nil {
+			return nil, err
+		}
+	}
+	return cp, nil
+}
+
+func (cp *ControlPlane) startEtcd(ctx context.Context, o Options) error {
+	bin, err := Binary("etcd")
+	if err != nil {
+		return err
+	}
+	clientPort, err := FreePort()
+	if err != nil {
+		return err
+	}
+	peerPort, err := FreePort()
+	if err != nil {
+		return err
+	}
+	client := "http://127.0.0.1:" + strconv.Itoa(clientPort)
+	peer := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+	cp.Etcd, err = StartProcess("etcd", filepath.Join(o.Dir, "logs", "etcd.log"), o.Detach, bin,
+		"--data-dir", filepath.Join(o.Dir, "etcd"),
+		"--listen-client-urls", client, "--advertise-client-urls", client,
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+		"--initial-cluster", "default="+peer,
+		"--unsafe-no-fsync", "--quota-backend-bytes", strconv.Itoa(4<<30))
+	if err != nil {
+		return err
+	}
+	cp.etcdURL = client
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return waitFor(ctx, cp.Etcd, 100*time.Millisecond, func() bool {
+		resp, err := http.Get(client + "/health") //nolint:gosec,noctx // loopback health probe
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+func (cp *ControlPlane) startAPIServer(ctx context.Context, o Options) error {
+	bin, err := Binary("kube-apiserver")
+	if err != nil {
+		return err
+	}
+	pki := filepath.Join(o.Dir, "pki")
+	keyFile, pubFile, err := writeServiceAccountKey(pki)
+	if err != nil {
+		return err
+	}
+	cp.adminToken, err = randomToken()
+	if err != nil {
+		return err
+	}
+	tokens := filepath.Join(pki, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(cp.adminToken+",admin,admin-uid,system:masters\n"), 0o600); err != nil {
+		return fmt.Errorf("write token file: %w", err)
+	}
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	cp.URL = "https://127.0.0.1:" + strconv.Itoa(port)
+	args := []string{
+		"--etcd-servers", cp.etcdURL,
+		"--cert-dir", pki,
+		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
+		"--advertise-address", "127.0.0.1",
+		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file", pubFile,
+		"--service-account-signing-key-file", keyFile,
+		"--token-auth-file", tokens,
+		"--authorization-mode", "Node,RBAC",
+		"--service-cluster-ip-range", o.ServiceCIDR,
+		"--endpoint-reconciler-type", "none",
+	}
+	cp.APIServer, err = StartProcess("kube-apiserver", filepath.Join(o.Dir, "logs", "kube-apiserver.log"), o.Detach, bin,
+		append(args, o.APIServerArgs...)...)
+	if err != nil {
+		return err
+	}
+	cp.caFile = filepath.Join(pki, "apiserver.crt")
+	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // readiness probe before the CA exists
+	}}
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := waitFor(ctx, cp.APIServer, 200*time.Millisecond, func() bool {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cp.URL+"/readyz", nil)
+		req.Header.Set("Authorization", "Bearer "+cp.adminToken)
+		resp, err := insecure.Do(req)
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}); err != nil {
+		return err
+	}
+	cp.AdminKubeconfig = filepath.Join(o.Dir, "kubeconfig")
+	return cp.WriteKubeconfig(cp.AdminKubeconfig, "admin", cp.adminToken)
+}
+
+// StartKCM starts kube-controller-manager with the node IPAM controller
+// allocating pod CIDRs from o.ClusterCIDR, and the controllers a cluster
+// without kubelets can run.
+func (cp *ControlPlane) StartKCM(ctx context.Context, o Options) error {
+	bin, err := Binary("kube-controller-manager")
+	if err != nil {
+		return err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	cp.KCM, err = StartProcess("kube-controller-manager", filepath.Join(o.Dir, "logs", "kube-controller-manager.log"), o.Detach, bin,
+		"--kubeconfig", cp.AdminKubeconfig,
+		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
+		"--cloud-provider", "external",
+		"--allocate-node-cidrs", "--cluster-cidr", o.ClusterCIDR,
+		"--node-cidr-mask-size-ipv4", "24", "--node-cidr-mask-size-ipv6", "64",
+		"--service-cluster-ip-range", o.ServiceCIDR,
+		"--service-account-private-key-file", filepath.Join(cp.Dir, "pki", "sa.key"),
+		"--root-ca-file", cp.caFile,
+		"--leader-elect=false",
+		"--controllers", "*,-cloud-node-lifecycle,-service-lb,-node-route")
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+// WriteKubeconfig writes a kubeconfig for this API server with a bearer token.
+func (cp *ControlPlane) WriteKubeconfig(path, user, token string) error {
+	ca, err := os.ReadFile(cp.caFile)
+	if err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: cp.URL, CertificateAuthorityData: ca}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: user}
+	cfg.CurrentContext = "local"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// RESTConfig is the admin's client configuration.
+func (cp *ControlPlane) RESTConfig() (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", cp.AdminKubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("load admin kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	return cfg, nil
+}
+
+// Client is an admin clientset.
+func (cp *ControlPlane) Client() (kubernetes.Interface, error) {
+	cfg, err := cp.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("admin client: %w", err)
+	}
+	return cs, nil
+}
+
+// Processes lists what is running, the last started first.
+func (cp *ControlPlane) Processes() []*Process {
+	var ps []*Process
+	for _, p := range []*Process{cp.KCM, cp.APIServer, cp.Etcd} {
+		if p != nil {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// Stop stops kube-controller-manager, kube-apiserver and etcd by PID.
+func (cp *ControlPlane) Stop() {
+	for _, p := range cp.Processes() {
+		p.Stop(5 * time.Second)
+	}
+}
+
+func writeServiceAccountKey(dir string) (keyFile, pubFile string, err error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return "", "", fmt.Errorf("generate service-account key: %w", err)
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		return "", "", fmt.Errorf("marshal service-account key: %w", err)
+	}
+	keyFile, pubFile = filepath.Join(dir, "sa.key"), filepath.Join(dir, "sa.pub")
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
+		return "", "", fmt.Errorf("write service-account key: %w", err)
+	}
+	if err := os.WriteFile(pubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600); err != nil {
+		return "", "", fmt.Errorf("write service-account key: %w", err)
+	}
+	return keyFile, pubFile, nil
+}
+
+func randomToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generate token: %w", err)
+	}
+	return fmt.Sprintf("%x", b), nil
+}

@@ -1,0 +1,78 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+)
+
+// RegisterNode creates a Node the way a kubelet started with
+// --cloud-provider=external and --node-ip does: with the uninitialized taint,
+// the provided-node-ip annotation, the first IP and the hostname as addresses,
+// and a Ready condition of the given status.
+func RegisterNode(ctx context.Context, cs kubernetes.Interface, name string, ready bool, ips ...string) (*v1.Node, error) {
+	node := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name,
+			Labels: map[string]string{
+				v1.LabelHostname: name, v1.LabelOSStable: "linux", v1.LabelArchStable: "amd64",
+			},
+		},
+		Spec: v1.NodeSpec{Taints: []v1.Taint{{
+			Key: cloudproviderapi.TaintExternalCloudProvider, Value: "true", Effect: v1.TaintEffectNoSchedule,
+		}}},
+	}
+	if len(ips) > 0 {
+		node.Annotations = map[string]string{cloudproviderapi.AnnotationAlphaProvidedIPAddr: strings.Join(ips, ",")}
+	}
+	created, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("register node %s: %w", name, err)
+	}
+	created.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeHostName, Address: name}}
+	if len(ips) > 0 {
+		created.Status.Addresses = append([]v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ips[0]}}, created.Status.Addresses...)
+	}
+	setReady(created, ready)
+	updated, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("register node %s: status: %w", name, err)
+	}
+	return updated, nil
+}
+
+// SetNodeReady sets a node's Ready condition, as its kubelet (or, for False
+// or Unknown, the node lifecycle controller) would.
+func SetNodeReady(ctx context.Context, cs kubernetes.Interface, name string, ready bool) error {
+	node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("set node %s ready=%v: %w", name, ready, err)
+	}
+	setReady(node, ready)
+	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("set node %s ready=%v: %w", name, ready, err)
+	}
+	return nil
+}
+
+func setReady(node *v1.Node, ready bool) {
+	status, reason := v1.ConditionFalse, "KubeletNotReady"
+	if ready {
+		status, reason = v1.ConditionTrue, "KubeletReady"
+	}
+	now := metav1.NewTime(time.Now())
+	cond := v1.NodeCondition{Type: v1.NodeReady, Status: status, Reason: reason, LastHeartbeatTime: now, LastTransitionTime: now}
+	for i := range node.Status.Conditions {
+		if node.Status.Conditions[i].Type == v1.NodeReady {
+			node.Status.Conditions[i] = cond
+			return
+		}
+	}
+	node.Status.Conditions = append(node.Status.Conditions, cond)
+}
