@@ -17,7 +17,7 @@ for t in "${tools[@]}"; do [ -x "$bin/$t" ] || missing=1; done
 if [ "$want" != "$have" ] || [ "$missing" = 1 ]; then
   echo "Building etcd, kube-apiserver, kube-controller-manager, kubectl (a few minutes the first time) ..."
   start=$(date +%s)
-  (cd "$root/hack/tools" && go build -trimpath -o "$bin/" \
+  (cd "$root/hack/tools" && go build -o "$bin/" \
     k8s.io/kubernetes/cmd/kube-apiserver \
     k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kubectl \
