@@ -2,12 +2,16 @@ package framework
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -138,6 +142,10 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	clientCA, err := writeClientCA(pki)
+	if err != nil {
+		return err
+	}
 	cp.adminToken, err = randomToken()
 	if err != nil {
 		return err
@@ -160,6 +168,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, o Options) error {
 		"--service-account-key-file", pubFile,
 		"--service-account-signing-key-file", keyFile,
 		"--token-auth-file", tokens,
+		"--client-ca-file", clientCA,
 		"--authorization-mode", "Node,RBAC",
 		"--service-cluster-ip-range", o.ServiceCIDR,
 		"--endpoint-reconciler-type", "none",
@@ -295,6 +304,35 @@ func writeServiceAccountKey(dir string) (keyFile, pubFile string, err error) {
 		return "", "", fmt.Errorf("write service-account key: %w", err)
 	}
 	return keyFile, pubFile, nil
+}
+
+// writeClientCA writes a CA certificate for --client-ca-file. No client
+// certificate is issued from it; it makes kube-apiserver publish the
+// extension-apiserver-authentication ConfigMap that delegated authentication
+// reads, as a real cluster's does.
+func writeClientCA(dir string) (string, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", fmt.Errorf("generate client CA: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "metal-ccm-test-client-ca"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return "", fmt.Errorf("generate client CA: %w", err)
+	}
+	path := filepath.Join(dir, "client-ca.crt")
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		return "", fmt.Errorf("write client CA: %w", err)
+	}
+	return path, nil
 }
 
 func randomToken() (string, error) {

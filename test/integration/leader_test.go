@@ -20,7 +20,7 @@ const (
 
 // leads reports whether a replica's log says it acquired the lease.
 func leads(c *framework.CCM) bool {
-	return strings.Contains(c.Log(), "successfully acquired lease")
+	return strings.Contains(strings.ToLower(c.Log()), "successfully acquired lease")
 }
 
 func TestOnlyTheLeaderReconcilesAndAFollowerTakesOver(t *testing.T) {

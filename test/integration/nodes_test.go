@@ -35,7 +35,7 @@ func TestNodesAreInitialized(t *testing.T) {
   - {subnet: 198.18.2.0/24, region: dc1, zone: dc1-rack2}
 `)
 	startCCM(t, framework.CCMOptions{CloudConfig: cfg})
-	registerNode(t, "init-a", true, "198.18.1.10")
+	registerNode(t, "init-a", true, "198.18.1.10", "2001:db8:1::10")
 	registerNode(t, "init-b", true, "198.18.2.11")
 	registerNode(t, "init-c", true, "198.18.1.12", "2001:db8:1::12")
 
