@@ -2,9 +2,7 @@ package framework
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -64,20 +62,9 @@ func (cp *ControlPlane) StartCCM(ctx context.Context, o CCMOptions) (*CCM, error
 		return nil, err
 	}
 	c := &CCM{Process: p, HealthzURL: "https://127.0.0.1:" + strconv.Itoa(port) + "/healthz"}
-	probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // self-signed serving cert on loopback
-	}}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := waitFor(wctx, p, 100*time.Millisecond, func() bool {
-		req, _ := http.NewRequestWithContext(wctx, http.MethodGet, c.HealthzURL, nil)
-		resp, err := probe.Do(req)
-		if err != nil {
-			return false
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}); err != nil {
+	if err := waitHealthy(wctx, p, c.HealthzURL, ""); err != nil {
 		p.Kill()
 		return nil, fmt.Errorf("start %s: %w", o.Name, err)
 	}

@@ -6,13 +6,11 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"math/big"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -122,14 +120,7 @@ func (cp *ControlPlane) startEtcd(ctx context.Context, o Options) error {
 	cp.etcdURL = client
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return waitFor(ctx, cp.Etcd, 100*time.Millisecond, func() bool {
-		resp, err := http.Get(client + "/health") //nolint:gosec,noctx // loopback health probe
-		if err != nil {
-			return false
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	return waitHealthy(ctx, cp.Etcd, client+"/health", "")
 }
 
 func (cp *ControlPlane) startAPIServer(ctx context.Context, o Options) error {
@@ -179,21 +170,9 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, o Options) error {
 		return err
 	}
 	cp.caFile = filepath.Join(pki, "apiserver.crt")
-	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // readiness probe before the CA exists
-	}}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	if err := waitFor(ctx, cp.APIServer, 200*time.Millisecond, func() bool {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cp.URL+"/readyz", nil)
-		req.Header.Set("Authorization", "Bearer "+cp.adminToken)
-		resp, err := insecure.Do(req)
-		if err != nil {
-			return false
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}); err != nil {
+	if err := waitHealthy(ctx, cp.APIServer, cp.URL+"/readyz", cp.adminToken); err != nil {
 		return err
 	}
 	cp.AdminKubeconfig = filepath.Join(o.Dir, "kubeconfig")
@@ -221,12 +200,13 @@ func (cp *ControlPlane) StartKCM(ctx context.Context, o Options) error {
 		"--service-cluster-ip-range", o.ServiceCIDR,
 		"--service-account-private-key-file", filepath.Join(cp.Dir, "pki", "sa.key"),
 		"--root-ca-file", cp.caFile,
-		"--leader-elect=false",
-		"--controllers", "*,-cloud-node-lifecycle,-service-lb,-node-route")
+		"--leader-elect=false")
 	if err != nil {
 		return err
 	}
-	return nil
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	return waitHealthy(ctx, cp.KCM, "https://127.0.0.1:"+strconv.Itoa(port)+"/healthz", "")
 }
 
 // WriteKubeconfig writes a kubeconfig for this API server with a bearer token.
@@ -269,10 +249,10 @@ func (cp *ControlPlane) Client() (kubernetes.Interface, error) {
 	return cs, nil
 }
 
-// Processes lists what is running, the last started first.
+// Processes lists what is running, in the order it was started.
 func (cp *ControlPlane) Processes() []*Process {
 	var ps []*Process
-	for _, p := range []*Process{cp.KCM, cp.APIServer, cp.Etcd} {
+	for _, p := range []*Process{cp.Etcd, cp.APIServer, cp.KCM} {
 		if p != nil {
 			ps = append(ps, p)
 		}
@@ -282,8 +262,9 @@ func (cp *ControlPlane) Processes() []*Process {
 
 // Stop stops kube-controller-manager, kube-apiserver and etcd by PID.
 func (cp *ControlPlane) Stop() {
-	for _, p := range cp.Processes() {
-		p.Stop(5 * time.Second)
+	ps := cp.Processes()
+	for i := len(ps) - 1; i >= 0; i-- {
+		ps[i].Stop(5 * time.Second)
 	}
 }
 

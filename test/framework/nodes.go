@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 )
 
@@ -31,31 +32,43 @@ func RegisterNode(ctx context.Context, cs kubernetes.Interface, name string, rea
 	if len(ips) > 0 {
 		node.Annotations = map[string]string{cloudproviderapi.AnnotationAlphaProvidedIPAddr: strings.Join(ips, ",")}
 	}
-	created, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("register node %s: %w", name, err)
 	}
-	created.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeHostName, Address: name}}
+	addrs := []v1.NodeAddress{{Type: v1.NodeHostName, Address: name}}
 	if len(ips) > 0 {
-		created.Status.Addresses = append([]v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ips[0]}}, created.Status.Addresses...)
+		addrs = append([]v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ips[0]}}, addrs...)
 	}
-	setReady(created, ready)
-	updated, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	updated, err := updateStatus(ctx, cs, name, func(n *v1.Node) {
+		n.Status.Addresses = addrs
+		setReady(n, ready)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("register node %s: status: %w", name, err)
 	}
 	return updated, nil
 }
 
+// updateStatus applies change to the latest node status, retrying on conflicts
+// with the controllers that write the node at the same time.
+func updateStatus(ctx context.Context, cs kubernetes.Interface, name string, change func(*v1.Node)) (*v1.Node, error) {
+	var updated *v1.Node
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(n)
+		updated, err = cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	return updated, err
+}
+
 // SetNodeReady sets a node's Ready condition, as its kubelet (or, for False
 // or Unknown, the node lifecycle controller) would.
 func SetNodeReady(ctx context.Context, cs kubernetes.Interface, name string, ready bool) error {
-	node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("set node %s ready=%v: %w", name, ready, err)
-	}
-	setReady(node, ready)
-	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+	if _, err := updateStatus(ctx, cs, name, func(n *v1.Node) { setReady(n, ready) }); err != nil {
 		return fmt.Errorf("set node %s ready=%v: %w", name, ready, err)
 	}
 	return nil

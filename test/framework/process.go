@@ -6,9 +6,11 @@ package framework
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -175,6 +177,31 @@ func waitFor(ctx context.Context, p *Process, interval time.Duration, check func
 		case <-t.C:
 		}
 	}
+}
+
+// probe is the client of health checks: every server here serves a
+// self-signed certificate on loopback.
+var probe = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // self-signed serving certs on loopback
+}}
+
+// waitHealthy polls url (with a bearer token, when given) until it answers 200.
+func waitHealthy(ctx context.Context, p *Process, url, token string) error {
+	return waitFor(ctx, p, 100*time.Millisecond, func() bool {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := probe.Do(req)
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }
 
 func nameOf(p *Process) string {
