@@ -1,10 +1,20 @@
 package config
 
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
 // Default values of optional fields.
 const (
 	DefaultInstanceType     = "metal"
 	DefaultDiscoveryPolicy  = DiscoveryAccept
 	DefaultPowerStateSource = "none"
+	DefaultBGPPort          = 179
+	DefaultHoldTime         = 90 * time.Second
+	DefaultRestartTime      = 120 * time.Second
 )
 
 // Default fills every optional field left empty with its default.
@@ -26,6 +36,30 @@ func (c *CloudConfig) Default() {
 		}
 		if m.InstanceType == "" {
 			m.InstanceType = n.DefaultInstanceType
+		}
+	}
+	for i := range c.LoadBalancer.Pools {
+		p := &c.LoadBalancer.Pools[i]
+		if p.AutoAssign == nil {
+			p.AutoAssign = ptr.To(true)
+		}
+	}
+	for i := range c.BGP.Peers {
+		p := &c.BGP.Peers[i]
+		if p.Port == 0 {
+			p.Port = DefaultBGPPort
+		}
+		if p.HoldTime == nil {
+			p.HoldTime = &metav1.Duration{Duration: DefaultHoldTime}
+		}
+		if p.GracefulRestart == nil {
+			p.GracefulRestart = &GracefulRestart{}
+		}
+		if p.GracefulRestart.Enabled == nil {
+			p.GracefulRestart.Enabled = ptr.To(true)
+		}
+		if p.GracefulRestart.RestartTime == nil {
+			p.GracefulRestart.RestartTime = &metav1.Duration{Duration: DefaultRestartTime}
 		}
 	}
 }

@@ -4,6 +4,7 @@ package config
 
 import (
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // APIVersion is the only apiVersion this build reads.
@@ -21,6 +22,72 @@ type CloudConfig struct {
 	Kind string `json:"kind"`
 	// Nodes configures how nodes are matched to machines and initialized.
 	Nodes Nodes `json:"nodes"`
+	// LoadBalancer configures the IP pools of LoadBalancer Services.
+	LoadBalancer LoadBalancer `json:"loadBalancer"`
+	// BGP configures the embedded BGP speaker that announces LoadBalancer IPs.
+	BGP BGP `json:"bgp"`
+}
+
+// LoadBalancer configures LoadBalancer Services.
+type LoadBalancer struct {
+	// Pools are the address pools LoadBalancer IPs come from. They must not overlap.
+	Pools []Pool `json:"pools,omitempty"`
+}
+
+// Pool is a named set of addresses for LoadBalancer Services.
+type Pool struct {
+	// Name identifies the pool, for the metal-ccm.io/pool annotation. Required, unique.
+	Name string `json:"name"`
+	// Addresses are CIDRs ("198.18.100.0/24") or inclusive ranges
+	// ("198.18.101.10-198.18.101.20"), IPv4 or IPv6. Required.
+	Addresses []string `json:"addresses"`
+	// AutoAssign lets Services that name no pool get addresses from this one.
+	// Default: true.
+	AutoAssign *bool `json:"autoAssign,omitempty"`
+	// Namespaces limits the pool to Services in these namespaces. Default: all.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// ServiceSelector limits the pool to Services whose labels match. Default: all.
+	ServiceSelector *metav1.LabelSelector `json:"serviceSelector,omitempty"`
+}
+
+// BGP configures the embedded speaker. Without peers nothing is announced.
+type BGP struct {
+	// ASN is the speaker's own AS number. Required when there are peers.
+	ASN uint32 `json:"asn,omitempty"`
+	// RouterID is an IPv4 address. Default: the source address toward the
+	// first IPv4 peer.
+	RouterID string `json:"routerID,omitempty"`
+	// Peers are the routers to announce to.
+	Peers []BGPPeer `json:"peers,omitempty"`
+}
+
+// BGPPeer is one router.
+type BGPPeer struct {
+	// Address is the router's IP address. Required.
+	Address string `json:"address"`
+	// ASN is the router's AS number. Required.
+	ASN uint32 `json:"asn"`
+	// Port is the router's BGP port. Default: 179.
+	Port uint16 `json:"port,omitempty"`
+	// HoldTime is the BGP hold time. Default: 90s; 0 or at least 3s.
+	HoldTime *metav1.Duration `json:"holdTime,omitempty"`
+	// PasswordFile holds the TCP MD5 password (for example a mounted Secret).
+	// Default: no password. The password is never logged.
+	PasswordFile string `json:"passwordFile,omitempty"`
+	// LocalAddress is the source address of the session. Default: chosen by
+	// the kernel's routes.
+	LocalAddress string `json:"localAddress,omitempty"`
+	// GracefulRestart keeps the router forwarding to announced addresses while
+	// the speaker restarts. Default: enabled, restart time 120s.
+	GracefulRestart *GracefulRestart `json:"gracefulRestart,omitempty"`
+}
+
+// GracefulRestart configures BGP graceful restart (RFC 4724) for a peer.
+type GracefulRestart struct {
+	// Enabled turns graceful restart on. Default: true.
+	Enabled *bool `json:"enabled,omitempty"`
+	// RestartTime is how long the router keeps the routes. Default: 120s.
+	RestartTime *metav1.Duration `json:"restartTime,omitempty"`
 }
 
 // Nodes configures the node side of the provider (InstancesV2).
