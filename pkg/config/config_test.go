@@ -166,3 +166,62 @@ func TestExamples(t *testing.T) {
 		})
 	}
 }
+
+func TestLoadBalancerAndBGPValidation(t *testing.T) {
+	_, err := Parse([]byte(header + `loadBalancer:
+  pools:
+  - name: a
+    addresses: [198.18.100.0/24, "2001:db8:100::/120"]
+  - name: a
+    addresses: [198.18.100.128-198.18.100.130, 198.18.1.5/24, nonsense]
+    namespaces: [Bad_NS]
+    serviceSelector:
+      matchExpressions: [{key: tier, operator: Sometimes}]
+  - name: empty
+bgp:
+  routerID: "2001:db8::1"
+  peers:
+  - {address: 198.18.10.1, asn: 0, holdTime: 1s}
+  - {address: 198.18.10.1, asn: 64500, localAddress: "2001:db8::2", gracefulRestart: {restartTime: 5000s}}
+`))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, w := range []string{
+		`loadBalancer.pools[1].name: Duplicate value: "a (also pools[0])"`,
+		`loadBalancer.pools[1].addresses[0]: Invalid value: "198.18.100.128-198.18.100.130": overlaps loadBalancer.pools[0].addresses[0] 198.18.100.0/24`,
+		`loadBalancer.pools[1].addresses[1]: Invalid value: "198.18.1.5/24"`,
+		`loadBalancer.pools[1].addresses[2]: Invalid value: "nonsense"`,
+		`loadBalancer.pools[1].namespaces[0]: Invalid value: "Bad_NS"`,
+		`loadBalancer.pools[1].serviceSelector: Invalid value`,
+		`loadBalancer.pools[2].addresses: Required value`,
+		`bgp.asn: Required value`,
+		`bgp.routerID: Invalid value: "2001:db8::1": not an IPv4 address`,
+		`bgp.peers[0].asn: Required value`,
+		`bgp.peers[0].holdTime: Invalid value: "1s"`,
+		`bgp.peers[1].address: Duplicate value`,
+		`bgp.peers[1].localAddress: Invalid value: "2001:db8::2": not of the family of the peer's address`,
+		`bgp.peers[1].gracefulRestart.restartTime: Invalid value: "1h23m20s"`,
+	} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %q", w)
+		}
+	}
+	if t.Failed() {
+		t.Log(err)
+	}
+}
+
+func TestBGPDefaults(t *testing.T) {
+	c, err := Parse([]byte(header + "bgp:\n  asn: 64512\n  peers:\n  - {address: 198.18.10.1, asn: 64500}\nloadBalancer:\n  pools:\n  - {name: p, addresses: [198.18.100.0/24]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.BGP.Peers[0]
+	if p.Port != 179 || p.HoldTime.Duration != DefaultHoldTime || !*p.GracefulRestart.Enabled || p.GracefulRestart.RestartTime.Duration != DefaultRestartTime {
+		t.Errorf("peer defaults: %+v %+v", p, *p.GracefulRestart)
+	}
+	if !*c.LoadBalancer.Pools[0].AutoAssign {
+		t.Error("autoAssign default is not true")
+	}
+}

@@ -37,6 +37,8 @@ func (c *CloudConfig) validate() field.ErrorList {
 		errs = append(errs, field.NotSupported(field.NewPath("kind"), c.Kind, []string{Kind}))
 	}
 	errs = append(errs, c.Nodes.validate(field.NewPath("nodes"))...)
+	errs = append(errs, c.LoadBalancer.validate(field.NewPath("loadBalancer"))...)
+	errs = append(errs, c.BGP.validate(field.NewPath("bgp"))...)
 	return errs
 }
 

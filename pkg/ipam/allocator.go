@@ -150,24 +150,47 @@ func newer(a, b Owner) bool {
 	return a.Key > b.Key
 }
 
-// Release frees everything a Service holds and reports whether any address
-// was freed.
-func (a *Allocator) Release(key string) bool {
+// Release frees everything a Service holds and returns the addresses that
+// nobody holds any more.
+func (a *Allocator) Release(key string) []netip.Addr {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	h := a.svcs[key]
 	if h == nil {
-		return false
+		return nil
 	}
-	freed := false
+	var freed []netip.Addr
 	for _, ip := range h.all() {
 		a.unclaim(key, ip)
 		if len(a.ips[ip]) == 0 {
-			freed = true
+			freed = append(freed, ip)
 		}
 	}
 	delete(a.svcs, key)
 	return freed
+}
+
+// Wants reports whether ip, were it free, could be given to req by a pool.
+func (a *Allocator) Wants(req Request, ip netip.Addr) bool {
+	f := FamilyOf(ip)
+	wanted := false
+	for _, rf := range req.Families {
+		wanted = wanted || rf == f
+	}
+	if !wanted {
+		return false
+	}
+	for _, r := range req.Requested {
+		if FamilyOf(r) == f {
+			return r == ip
+		}
+	}
+	for _, p := range a.pools {
+		if p.Contains(ip) {
+			return p.Allows(req.Namespace, req.Labels) && (p.Name == req.Pool || (req.Pool == "" && p.AutoAssign))
+		}
+	}
+	return false
 }
 
 // Assign returns the addresses of a Service: the ones it asks for, else the

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/metal-ccm/metal-ccm/pkg/config"
+	"github.com/metal-ccm/metal-ccm/pkg/ipam"
 	"github.com/metal-ccm/metal-ccm/pkg/powerstate"
 )
 
@@ -40,6 +42,8 @@ func init() {
 type Cloud struct {
 	state    atomic.Pointer[state]
 	recorder atomic.Pointer[record.EventRecorder]
+	client   atomic.Pointer[clientHolder]
+	lb       *lbState
 }
 
 // state is everything derived from one config, swapped as a whole.
@@ -47,6 +51,7 @@ type state struct {
 	cfg   *config.CloudConfig
 	nodes *nodeIndex
 	power powerstate.Source
+	pools []*ipam.Pool
 }
 
 var _ cloudprovider.Interface = (*Cloud)(nil)
@@ -57,7 +62,7 @@ func New(cfg *config.CloudConfig) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cloud{}
+	c := &Cloud{lb: &lbState{alloc: ipam.New(st.pools)}}
 	c.state.Store(st)
 	return c, nil
 }
@@ -71,7 +76,40 @@ func newState(cfg *config.CloudConfig) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build power-state source: %w", err)
 	}
-	return &state{cfg: cfg, nodes: nodes, power: power}, nil
+	pools, err := buildPools(cfg.LoadBalancer.Pools)
+	if err != nil {
+		return nil, err
+	}
+	return &state{cfg: cfg, nodes: nodes, power: power, pools: pools}, nil
+}
+
+func buildPools(in []config.Pool) ([]*ipam.Pool, error) {
+	out := make([]*ipam.Pool, 0, len(in))
+	for i, p := range in {
+		pool := &ipam.Pool{Name: p.Name, AutoAssign: p.AutoAssign == nil || *p.AutoAssign}
+		for _, a := range p.Addresses {
+			r, err := ipam.ParseRange(a)
+			if err != nil {
+				return nil, fmt.Errorf("loadBalancer.pools[%d]: %w", i, err)
+			}
+			pool.Ranges = append(pool.Ranges, r)
+		}
+		if len(p.Namespaces) > 0 {
+			pool.Namespaces = map[string]bool{}
+			for _, ns := range p.Namespaces {
+				pool.Namespaces[ns] = true
+			}
+		}
+		if p.ServiceSelector != nil {
+			sel, err := metav1.LabelSelectorAsSelector(p.ServiceSelector)
+			if err != nil {
+				return nil, fmt.Errorf("loadBalancer.pools[%d].serviceSelector: %w", i, err)
+			}
+			pool.Selector = sel
+		}
+		out = append(out, pool)
+	}
+	return out, nil
 }
 
 // Initialize starts the Event recorder. The upstream manager calls it once the
@@ -92,6 +130,8 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	var rec record.EventRecorder = bc.NewRecorder(scheme.Scheme, v1.EventSource{Component: eventComponent})
 	c.recorder.Store(&rec)
+	var ch clientHolder = client
+	c.client.Store(&ch)
 	go func() {
 		<-ctx.Done()
 		bc.Shutdown()
@@ -104,9 +144,6 @@ func (c *Cloud) eventf(obj *v1.Node, eventType, reason, format string, args ...a
 		(*rec).Eventf(obj, eventType, reason, format, args...)
 	}
 }
-
-// LoadBalancer is not offered yet.
-func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return nil, false }
 
 // Instances is the legacy interface; InstancesV2 replaces it.
 func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }

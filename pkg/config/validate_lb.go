@@ -1,0 +1,112 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/metal-ccm/metal-ccm/pkg/ipam"
+)
+
+func (lb *LoadBalancer) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	type placed struct {
+		r    ipam.Range
+		path *field.Path
+		text string
+	}
+	var all []placed
+	names := map[string]int{}
+	for i := range lb.Pools {
+		pool := &lb.Pools[i]
+		pp := p.Child("pools").Index(i)
+		if pool.Name == "" {
+			errs = append(errs, field.Required(pp.Child("name"), "a name for the metal-ccm.io/pool annotation"))
+		} else {
+			for _, msg := range validation.IsDNS1123Label(pool.Name) {
+				errs = append(errs, field.Invalid(pp.Child("name"), pool.Name, msg))
+			}
+			if j, dup := names[pool.Name]; dup {
+				errs = append(errs, field.Duplicate(pp.Child("name"), fmt.Sprintf("%s (also pools[%d])", pool.Name, j)))
+			} else {
+				names[pool.Name] = i
+			}
+		}
+		if len(pool.Addresses) == 0 {
+			errs = append(errs, field.Required(pp.Child("addresses"), "CIDRs or ranges"))
+		}
+		for j, a := range pool.Addresses {
+			ap := pp.Child("addresses").Index(j)
+			r, err := ipam.ParseRange(a)
+			if err != nil {
+				errs = append(errs, field.Invalid(ap, a, err.Error()))
+				continue
+			}
+			for _, other := range all {
+				if other.r.Overlaps(r) {
+					errs = append(errs, field.Invalid(ap, a, fmt.Sprintf("overlaps %s %s", other.path, other.text)))
+				}
+			}
+			all = append(all, placed{r, ap, a})
+		}
+		for j, ns := range pool.Namespaces {
+			for _, msg := range validation.IsDNS1123Label(ns) {
+				errs = append(errs, field.Invalid(pp.Child("namespaces").Index(j), ns, msg))
+			}
+		}
+		if pool.ServiceSelector != nil {
+			if _, err := metav1.LabelSelectorAsSelector(pool.ServiceSelector); err != nil {
+				errs = append(errs, field.Invalid(pp.Child("serviceSelector"), pool.ServiceSelector, err.Error()))
+			}
+		}
+	}
+	return errs
+}
+
+func (b *BGP) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(b.Peers) > 0 && b.ASN == 0 {
+		errs = append(errs, field.Required(p.Child("asn"), "the speaker's AS number, needed with peers"))
+	}
+	if b.RouterID != "" {
+		if ip, err := netip.ParseAddr(b.RouterID); err != nil || !ip.Is4() {
+			errs = append(errs, field.Invalid(p.Child("routerID"), b.RouterID, "not an IPv4 address"))
+		}
+	}
+	seen := map[netip.Addr]int{}
+	for i := range b.Peers {
+		peer := &b.Peers[i]
+		pp := p.Child("peers").Index(i)
+		addr, err := netip.ParseAddr(peer.Address)
+		if err != nil {
+			errs = append(errs, field.Invalid(pp.Child("address"), peer.Address, "not an IP address"))
+		} else if j, dup := seen[addr]; dup {
+			errs = append(errs, field.Duplicate(pp.Child("address"), fmt.Sprintf("%s (also peers[%d])", peer.Address, j)))
+		} else {
+			seen[addr] = i
+		}
+		if peer.ASN == 0 {
+			errs = append(errs, field.Required(pp.Child("asn"), "the router's AS number"))
+		}
+		if peer.HoldTime != nil && peer.HoldTime.Duration != 0 && peer.HoldTime.Duration < 3*time.Second {
+			errs = append(errs, field.Invalid(pp.Child("holdTime"), peer.HoldTime.Duration.String(), "must be 0 or at least 3s"))
+		}
+		if peer.LocalAddress != "" {
+			local, err := netip.ParseAddr(peer.LocalAddress)
+			if err != nil {
+				errs = append(errs, field.Invalid(pp.Child("localAddress"), peer.LocalAddress, "not an IP address"))
+			} else if addr.IsValid() && local.Is4() != addr.Is4() {
+				errs = append(errs, field.Invalid(pp.Child("localAddress"), peer.LocalAddress, "not of the family of the peer's address"))
+			}
+		}
+		if gr := peer.GracefulRestart; gr != nil && gr.RestartTime != nil &&
+			(gr.RestartTime.Duration < time.Second || gr.RestartTime.Duration > 4095*time.Second) {
+			errs = append(errs, field.Invalid(pp.Child("gracefulRestart", "restartTime"), gr.RestartTime.Duration.String(), "must be from 1s to 4095s"))
+		}
+	}
+	return errs
+}
