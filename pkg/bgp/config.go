@@ -1,0 +1,129 @@
+// Package bgp is the embedded BGP speaker: GoBGP as a library, announcing
+// host routes (/32, /128) with third-party next hops — one path per next hop,
+// sent with ADD-PATH, so that the router installs an ECMP route over the
+// nodes. The speaker only dials out (it never listens), so it needs no
+// privileges.
+package bgp
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+)
+
+// Defaults for zero Peer fields.
+const (
+	DefaultPort        = 179
+	DefaultHoldTime    = 90 * time.Second
+	DefaultRestartTime = 120 * time.Second
+)
+
+// Limits of the BGP protocol on the configurable timers.
+const (
+	maxHoldTime    = 65535 * time.Second
+	minHoldTime    = 3 * time.Second
+	maxRestartTime = 4095 * time.Second // 12-bit field of the capability
+)
+
+// Peer is a router the speaker opens a session to.
+type Peer struct {
+	// Address is the router's address; the session carries the unicast
+	// family of this address only.
+	Address netip.Addr
+	// ASN is the router's AS number.
+	ASN uint32
+	// Port is the router's BGP port; 0 means 179.
+	Port uint16
+	// HoldTime is the proposed hold time; 0 means 90s. Keepalives are sent
+	// every third of it.
+	HoldTime time.Duration
+	// Password enables TCP MD5 signatures; "" means none. It is never logged.
+	Password string
+	// GracefulRestart announces the graceful-restart capability, so that the
+	// router keeps the speaker's routes while the speaker restarts.
+	GracefulRestart bool
+	// RestartTime is the announced restart time; 0 means 120s.
+	RestartTime time.Duration
+	// LocalAddress is the source address of the session, if set; it must
+	// be of Address's family.
+	LocalAddress netip.Addr
+}
+
+// Config configures a Speaker.
+type Config struct {
+	// ASN is the speaker's AS number.
+	ASN uint32
+	// RouterID is the speaker's BGP identifier, an IPv4 address; required.
+	RouterID netip.Addr
+	// Peers are the routers to peer with.
+	Peers []Peer
+}
+
+// validate checks cfg and returns a copy with defaults filled in.
+func (cfg Config) validate() (Config, error) {
+	var errs []error
+	if cfg.ASN == 0 {
+		errs = append(errs, errors.New("asn must not be 0"))
+	}
+	if !cfg.RouterID.Is4() || cfg.RouterID.IsUnspecified() {
+		errs = append(errs, fmt.Errorf("routerID %q must be a non-zero IPv4 address", cfg.RouterID))
+	}
+	out := cfg
+	out.Peers = make([]Peer, len(cfg.Peers))
+	seen := map[netip.Addr]bool{}
+	for i, p := range cfg.Peers {
+		p, err := p.withDefaults()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("peers[%d]: %w", i, err))
+			continue
+		}
+		if seen[p.Address] {
+			errs = append(errs, fmt.Errorf("peers[%d]: duplicate address %s", i, p.Address))
+		}
+		seen[p.Address] = true
+		out.Peers[i] = p
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("invalid BGP config: %w", err)
+	}
+	return out, nil
+}
+
+// withDefaults checks p and fills in its zero fields.
+func (p Peer) withDefaults() (Peer, error) {
+	var errs []error
+	switch {
+	case !p.Address.IsValid() || p.Address.IsUnspecified():
+		errs = append(errs, fmt.Errorf("address %q must be a unicast IP address", p.Address))
+	case p.Address.Zone() != "":
+		errs = append(errs, fmt.Errorf("address %s must not have a zone", p.Address))
+	case p.Address.Is4In6():
+		errs = append(errs, fmt.Errorf("address %s must be IPv4 or IPv6, not IPv4-mapped", p.Address))
+	}
+	if p.ASN == 0 {
+		errs = append(errs, errors.New("asn must not be 0"))
+	}
+	if p.HoldTime != 0 && (p.HoldTime < minHoldTime || p.HoldTime > maxHoldTime) {
+		errs = append(errs, fmt.Errorf("holdTime %s must be 0 (default) or between %s and %s", p.HoldTime, minHoldTime, maxHoldTime))
+	}
+	if p.RestartTime < 0 || p.RestartTime > maxRestartTime {
+		errs = append(errs, fmt.Errorf("restartTime %s must be between 0 (default) and %s", p.RestartTime, maxRestartTime))
+	}
+	if p.LocalAddress.IsValid() && (p.LocalAddress.Is4() != p.Address.Is4() || p.LocalAddress.IsUnspecified() || p.LocalAddress.Zone() != "") {
+		errs = append(errs, fmt.Errorf("localAddress %s must be a unicast address of the peer address's family", p.LocalAddress))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Peer{}, err
+	}
+	if p.Port == 0 {
+		p.Port = DefaultPort
+	}
+	if p.HoldTime == 0 {
+		p.HoldTime = DefaultHoldTime
+	}
+	if p.RestartTime == 0 {
+		p.RestartTime = DefaultRestartTime
+	}
+	return p, nil
+}

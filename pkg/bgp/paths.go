@@ -1,0 +1,95 @@
+package bgp
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"net/netip"
+	"slices"
+
+	api "github.com/osrg/gobgp/v3/api"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// maxNextHops is the most paths per prefix: GoBGP's ADD-PATH send-max is a
+// byte, and the speaker asks for all of them.
+const maxNextHops = 255
+
+// checkPaths validates a SetPaths call and returns the next hops sorted and
+// without duplicates.
+func checkPaths(prefix netip.Prefix, nextHops []netip.Addr) ([]netip.Addr, error) {
+	if !prefix.IsValid() || prefix.Bits() != prefix.Addr().BitLen() || prefix.Addr().Zone() != "" || prefix.Addr().Is4In6() {
+		return nil, fmt.Errorf("prefix %s must be a /32 or /128 host prefix", prefix)
+	}
+	hops := slices.Clone(nextHops)
+	slices.SortFunc(hops, netip.Addr.Compare)
+	hops = slices.Compact(hops)
+	for _, nh := range hops {
+		if !nh.IsValid() || nh.IsUnspecified() || nh.Zone() != "" || nh.Is4() != prefix.Addr().Is4() || nh.Is4In6() {
+			return nil, fmt.Errorf("next hop %s of %s must be a unicast address of the prefix's family", nh, prefix)
+		}
+	}
+	if len(hops) > maxNextHops {
+		return nil, fmt.Errorf("%d next hops for %s, at most %d", len(hops), prefix, maxNextHops)
+	}
+	return hops, nil
+}
+
+// pathID picks the path identifier of next hop nh: the IPv4 address itself,
+// or a hash of the IPv6 address; stable for the same address, and moved on
+// past the identifiers in use for the prefix (and 0).
+func pathID(nh netip.Addr, used map[uint32]bool) uint32 {
+	var id uint32
+	if nh.Is4() {
+		b := nh.As4()
+		id = binary.BigEndian.Uint32(b[:])
+	} else {
+		h := fnv.New32a()
+		b := nh.As16()
+		_, _ = h.Write(b[:])
+		id = h.Sum32()
+	}
+	for id == 0 || used[id] {
+		id++
+	}
+	return id
+}
+
+// family is the GoBGP unicast family of an address.
+func family(a netip.Addr) *api.Family {
+	if a.Is4() {
+		return &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}
+	}
+	return &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST}
+}
+
+// apiPath is the GoBGP path of prefix via nh with path identifier id. Each
+// next hop is its own path: distinct identifiers keep GoBGP from treating a
+// new next hop as an implicit withdrawal of the previous one, and ADD-PATH
+// sends them all. A locally originated path keeps its given next hop also
+// towards eBGP peers (third-party next hop).
+func apiPath(prefix netip.Prefix, nh netip.Addr, id uint32) (*api.Path, error) {
+	nlri, err := anypb.New(&api.IPAddressPrefix{Prefix: prefix.Addr().String(), PrefixLen: uint32(prefix.Bits())})
+	if err != nil {
+		return nil, fmt.Errorf("encode prefix %s: %w", prefix, err)
+	}
+	origin, err := anypb.New(&api.OriginAttribute{Origin: 0}) // IGP
+	if err != nil {
+		return nil, fmt.Errorf("encode origin: %w", err)
+	}
+	var hop *anypb.Any
+	if nh.Is4() {
+		hop, err = anypb.New(&api.NextHopAttribute{NextHop: nh.String()})
+	} else {
+		hop, err = anypb.New(&api.MpReachNLRIAttribute{Family: family(nh), NextHops: []string{nh.String()}, Nlris: []*anypb.Any{nlri}})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("encode next hop %s: %w", nh, err)
+	}
+	return &api.Path{
+		Family:     family(prefix.Addr()),
+		Nlri:       nlri,
+		Pattrs:     []*anypb.Any{origin, hop},
+		Identifier: id,
+	}, nil
+}

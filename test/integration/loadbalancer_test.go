@@ -1,0 +1,290 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/metal-ccm/metal-ccm/test/framework"
+)
+
+// lbConfig has pools of a test's own: the tests share one API server, and a
+// Service whose CCM has stopped keeps its addresses.
+func lbConfig(n int) string {
+	return fmt.Sprintf(`loadBalancer:
+  pools:
+  - name: default
+    addresses: [198.18.%d.0/29, "2001:db8:%d::/125"]
+  - name: tiny
+    autoAssign: false
+    addresses: [198.18.%d.1-198.18.%d.2]
+`, n, n, n+1, n+1)
+}
+
+// newNamespace creates a namespace for one test. At the end it deletes the
+// namespace's Services and waits until the running CCM has released them
+// (call it after startCCM, so that this runs first), then the namespace.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(name) > 50 {
+		name = name[:50]
+	}
+	name = strings.TrimRight(name, "-")
+	_, err := client.CoreV1().Namespaces().Create(context.Background(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if l, err := client.CoreV1().Services(name).List(ctx, metav1.ListOptions{}); err == nil {
+			for _, s := range l.Items {
+				_ = client.CoreV1().Services(name).Delete(ctx, s.Name, metav1.DeleteOptions{})
+			}
+		}
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			l, err := client.CoreV1().Services(name).List(ctx, metav1.ListOptions{})
+			return err == nil && len(l.Items) == 0, nil
+		})
+		if err != nil {
+			t.Errorf("Services of %s were not released: %v", name, err)
+		}
+		_ = client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+	})
+	return name
+}
+
+type svcOpt func(*v1.Service)
+
+func withAnnotation(k, v string) svcOpt {
+	return func(s *v1.Service) {
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[k] = v
+	}
+}
+
+func dualStack(s *v1.Service) {
+	s.Spec.IPFamilyPolicy = ptr.To(v1.IPFamilyPolicyRequireDualStack)
+	s.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
+}
+
+func withPort(proto v1.Protocol, port int32) svcOpt {
+	return func(s *v1.Service) {
+		s.Spec.Ports = []v1.ServicePort{{Name: strings.ToLower(string(proto)), Protocol: proto, Port: port}}
+	}
+}
+
+func createLB(t *testing.T, ns, name string, opts ...svcOpt) *v1.Service {
+	t.Helper()
+	svc := &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1.ServiceSpec{
+			Type:     v1.ServiceTypeLoadBalancer,
+			Selector: map[string]string{"app": name},
+			Ports:    []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}},
+		},
+	}
+	for _, o := range opts {
+		o(svc)
+	}
+	created, err := client.CoreV1().Services(ns).Create(context.Background(), svc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create service %s/%s: %v", ns, name, err)
+	}
+	return created
+}
+
+func ingressIPs(s *v1.Service) []string {
+	var out []string
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		out = append(out, in.IP)
+	}
+	return out
+}
+
+// waitIPs waits until the Service's status has n addresses and returns them.
+func waitIPs(t *testing.T, ns, name string, n int, timeout time.Duration) []string {
+	t.Helper()
+	var ips []string
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		s, err := client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil //nolint:nilerr // keep polling
+		}
+		ips = ingressIPs(s)
+		return len(ips) == n, nil
+	})
+	if err != nil {
+		t.Fatalf("service %s/%s: want %d addresses within %s, have %v", ns, name, n, timeout, ips)
+	}
+	return ips
+}
+
+// waitEvent waits for an Event with reason on the Service.
+func waitEvent(t *testing.T, ns, name, reason string) v1.Event {
+	t.Helper()
+	var found v1.Event
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		evs, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+		if err != nil {
+			return false, nil //nolint:nilerr // keep polling
+		}
+		for _, e := range evs.Items {
+			if e.Reason == reason {
+				found = e
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no %s Event on service %s/%s", reason, ns, name)
+	}
+	return found
+}
+
+func TestLoadBalancerAllocation(t *testing.T) {
+	startCCM(t, framework.CCMOptions{CloudConfig: writeConfig(t, lbConfig(100))})
+	ns := newNamespace(t)
+
+	single := waitIPs(t, ns, createLB(t, ns, "single").Name, 1, 20*time.Second)
+	if !strings.HasPrefix(single[0], "198.18.100.") {
+		t.Errorf("single-stack address %v", single)
+	}
+	dual := waitIPs(t, ns, createLB(t, ns, "dual", dualStack).Name, 2, 20*time.Second)
+	if !strings.HasPrefix(dual[0], "198.18.100.") || !strings.HasPrefix(dual[1], "2001:db8:100::") {
+		t.Errorf("dual-stack addresses %v", dual)
+	}
+	req := waitIPs(t, ns, createLB(t, ns, "requested", withAnnotation("metal-ccm.io/load-balancer-ips", "198.18.101.2"),
+		withAnnotation("metal-ccm.io/pool", "tiny")).Name, 1, 20*time.Second)
+	if req[0] != "198.18.101.2" {
+		t.Errorf("requested address not given: %v", req)
+	}
+	// Sharing: same key, different ports.
+	s1 := waitIPs(t, ns, createLB(t, ns, "share-udp", withAnnotation("metal-ccm.io/sharing-key", "dns"), withPort(v1.ProtocolUDP, 53)).Name, 1, 20*time.Second)
+	s2 := waitIPs(t, ns, createLB(t, ns, "share-tcp", withAnnotation("metal-ccm.io/sharing-key", "dns"), withPort(v1.ProtocolTCP, 53)).Name, 1, 20*time.Second)
+	if s1[0] != s2[0] {
+		t.Errorf("sharing key ignored: %v %v", s1, s2)
+	}
+	// Another implementation's class is left alone.
+	createLB(t, ns, "other-class", func(s *v1.Service) { s.Spec.LoadBalancerClass = ptr.To("example.com/other") })
+
+	// Refusals, each with its Event.
+	for _, tc := range []struct {
+		name, reason string
+		opts         []svcOpt
+	}{
+		{"outside", "IPNotInPool", []svcOpt{withAnnotation("metal-ccm.io/load-balancer-ips", "198.18.150.1")}},
+		{"taken", "IPInUse", []svcOpt{withAnnotation("metal-ccm.io/load-balancer-ips", "198.18.101.2")}},
+		{"garbage", "InvalidAnnotation", []svcOpt{withAnnotation("metal-ccm.io/load-balancer-ips", "not-an-ip")}},
+		{"no-pool", "UnknownPool", []svcOpt{withAnnotation("metal-ccm.io/pool", "nope")}},
+		{"clash", "SharingClash", []svcOpt{withAnnotation("metal-ccm.io/sharing-key", "dns"), withPort(v1.ProtocolUDP, 53),
+			withAnnotation("metal-ccm.io/load-balancer-ips", s1[0])}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			createLB(t, ns, tc.name, tc.opts...)
+			ev := waitEvent(t, ns, tc.name, tc.reason)
+			if ev.Type != v1.EventTypeWarning {
+				t.Errorf("event type %s", ev.Type)
+			}
+		})
+	}
+	s, err := client.CoreV1().Services(ns).Get(context.Background(), "other-class", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Status.LoadBalancer.Ingress) != 0 || slices.Contains(s.Finalizers, "service.kubernetes.io/load-balancer-cleanup") {
+		t.Errorf("a Service of another class was touched: %+v", s.Status)
+	}
+	// Nothing else was disturbed by the refusals.
+	if got := waitIPs(t, ns, "single", 1, time.Second); got[0] != single[0] {
+		t.Errorf("address of single changed: %v -> %v", single, got)
+	}
+}
+
+func TestPoolExhaustionThenFreedAddress(t *testing.T) {
+	startCCM(t, framework.CCMOptions{CloudConfig: writeConfig(t, lbConfig(110))})
+	ns := newNamespace(t)
+	tiny := withAnnotation("metal-ccm.io/pool", "tiny")
+	waitIPs(t, ns, createLB(t, ns, "a", tiny).Name, 1, 20*time.Second)
+	waitIPs(t, ns, createLB(t, ns, "b", tiny).Name, 1, 20*time.Second)
+	createLB(t, ns, "c", tiny)
+	waitEvent(t, ns, "c", "PoolExhausted")
+	// Let the service controller's retry backoff grow past what the test waits.
+	time.Sleep(6 * time.Second)
+	if err := client.CoreV1().Services(ns).Delete(context.Background(), "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	waitIPs(t, ns, "c", 1, 5*time.Second)
+	t.Logf("pending Service assigned %s after an address was freed", time.Since(start).Round(time.Millisecond))
+}
+
+func TestHandWrittenDuplicateIsFixedOnTheNewerService(t *testing.T) {
+	startCCM(t, framework.CCMOptions{CloudConfig: writeConfig(t, lbConfig(120))})
+	ns := newNamespace(t)
+	older := waitIPs(t, ns, createLB(t, ns, "older").Name, 1, 20*time.Second)
+	time.Sleep(1100 * time.Millisecond) // creation timestamps have second resolution
+	newer := createLB(t, ns, "newer", withAnnotation("metal-ccm.io/pool", "tiny"))
+	waitIPs(t, ns, newer.Name, 1, 20*time.Second)
+	// Write the older Service's address into the newer one's status by hand.
+	s, err := client.CoreV1().Services(ns).Get(context.Background(), "newer", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: older[0]}}
+	if _, err := client.CoreV1().Services(ns).UpdateStatus(context.Background(), s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, ns, "newer", "IPConflict")
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		s, err := client.CoreV1().Services(ns).Get(ctx, "newer", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		ips := ingressIPs(s)
+		return len(ips) == 1 && ips[0] != older[0], nil
+	})
+	if err != nil {
+		t.Fatalf("the newer Service kept the duplicate address: %v", err)
+	}
+	o, err := client.CoreV1().Services(ns).Get(context.Background(), "older", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ingressIPs(o); len(got) != 1 || got[0] != older[0] {
+		t.Errorf("the older Service was touched: %v -> %v", older, got)
+	}
+}
+
+func TestParallelWorkersNeverDuplicate(t *testing.T) {
+	startCCM(t, framework.CCMOptions{CloudConfig: writeConfig(t, `loadBalancer:
+  pools:
+  - name: big
+    addresses: [198.18.104.0/24]
+`), Args: []string{"--concurrent-service-syncs", "10"}})
+	ns := newNamespace(t)
+	const n = 60
+	for i := range n {
+		createLB(t, ns, fmt.Sprintf("p-%02d", i))
+	}
+	seen := map[string]string{}
+	for i := range n {
+		name := fmt.Sprintf("p-%02d", i)
+		ip := waitIPs(t, ns, name, 1, 60*time.Second)[0]
+		if other, dup := seen[ip]; dup {
+			t.Errorf("%s and %s both have %s", name, other, ip)
+		}
+		seen[ip] = name
+	}
+}

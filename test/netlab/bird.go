@@ -1,0 +1,220 @@
+package netlab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/metal-ccm/metal-ccm/test/framework"
+)
+
+var (
+	birdPath  = sbin("bird")
+	birdcPath = sbin("birdc")
+)
+
+// sbin finds a binary on PATH, or in /usr/sbin, which a user's PATH may lack.
+func sbin(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	return filepath.Join("/usr/sbin", name)
+}
+
+// birdStopGrace is how long BIRD gets to shut down before SIGKILL.
+const birdStopGrace = 5 * time.Second
+
+// BirdSocket is the path of BIRD's control socket (for birdc -s).
+func (l *Lab) BirdSocket() string { return filepath.Join(l.Dir, "bird.ctl") }
+
+func (l *Lab) birdConfPath() string { return filepath.Join(l.Dir, "bird.conf") }
+
+func (l *Lab) birdLogPath() string { return filepath.Join(l.Dir, "bird.log") }
+
+// protocolName is the BIRD protocol of speaker i's session of family f.
+func protocolName(f Family, i int) string { return fmt.Sprintf("spk%d_%d", f, i) }
+
+// birdConfig is the router's configuration: one eBGP session per speaker
+// address and family that accepts several paths per prefix (ADD-PATH receive)
+// and exports nothing, and kernel protocols that merge equal paths into ECMP
+// routes.
+func (l *Lab) birdConfig() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "log stderr all;\nrouter id %s;\n\n", RouterAddr(IPv4))
+	b.WriteString("protocol device {\n\tscan time 10;\n}\n\n")
+	for _, f := range []Family{IPv4, IPv6} {
+		fmt.Fprintf(&b, "protocol kernel kernel%d {\n\tmerge paths on;\n\t%s {\n\t\timport none;\n\t\texport all;\n\t};\n}\n\n",
+			f, channel(f))
+	}
+	for _, f := range []Family{IPv4, IPv6} {
+		for i := range l.Opts.Speakers {
+			fmt.Fprintf(&b, "protocol bgp %s {\n", protocolName(f, i))
+			fmt.Fprintf(&b, "\tlocal %s as %d;\n", RouterAddr(f), l.Opts.RouterASN)
+			fmt.Fprintf(&b, "\tneighbor %s as %d;\n", SpeakerAddr(f, i), l.Opts.SpeakerASN)
+			b.WriteString("\tpassive on; # the speakers dial; they do not listen\n")
+			if pw := l.Opts.password(i); pw != "" {
+				fmt.Fprintf(&b, "\tpassword %q;\n", pw)
+			}
+			fmt.Fprintf(&b, "\t%s {\n\t\timport all;\n\t\texport none;\n\t\tadd paths rx;\n\t};\n}\n\n", channel(f))
+		}
+	}
+	return b.String()
+}
+
+func channel(f Family) string {
+	if f == IPv6 {
+		return "ipv6"
+	}
+	return "ipv4"
+}
+
+// startBird writes the config and runs BIRD in the router namespace until its
+// control socket answers.
+func (l *Lab) startBird() error {
+	if err := os.WriteFile(l.birdConfPath(), []byte(l.birdConfig()), 0o600); err != nil {
+		return fmt.Errorf("write bird config: %w", err)
+	}
+	p, err := framework.StartProcess("bird", l.birdLogPath(), false,
+		"ip", "netns", "exec", l.Router, birdPath, "-f", "-c", l.birdConfPath(), "-s", l.BirdSocket())
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.bird = p
+	l.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := l.Birdc("show", "status"); err == nil {
+			return nil
+		}
+		if p.Exited() {
+			return fmt.Errorf("bird exited; its log:\n%s", p.Log())
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bird control socket %s did not answer; log:\n%s", l.BirdSocket(), p.Log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stopBird stops the BIRD process the lab started, by its PID.
+func (l *Lab) stopBird() {
+	if l.bird != nil {
+		l.bird.Stop(birdStopGrace)
+		l.bird = nil
+	}
+}
+
+// BirdPID is the PID of the running BIRD, or 0.
+func (l *Lab) BirdPID() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.bird == nil {
+		return 0
+	}
+	return l.bird.PID()
+}
+
+// RestartRouter stops BIRD (by PID; it closes its sessions and removes its
+// kernel routes) and starts it again with the same config.
+func (l *Lab) RestartRouter() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return errors.New("netlab restart router: lab closed")
+	}
+	l.stopBird()
+	l.mu.Unlock()
+	if err := l.startBird(); err != nil {
+		return fmt.Errorf("netlab restart router: %w", err)
+	}
+	return nil
+}
+
+// BirdLog is BIRD's output so far (kept after Close).
+func (l *Lab) BirdLog() string {
+	l.mu.Lock()
+	saved := l.savedLog
+	l.mu.Unlock()
+	if saved != "" {
+		return saved
+	}
+	b, err := os.ReadFile(l.birdLogPath())
+	if err != nil {
+		return fmt.Sprintf("(no bird log: %v)", err)
+	}
+	return string(b)
+}
+
+// Birdc runs a birdc command against the lab's BIRD and returns its output.
+func (l *Lab) Birdc(args ...string) (string, error) {
+	return output(birdcPath, append([]string{"-s", l.BirdSocket()}, args...)...)
+}
+
+// SessionStates maps each speaker address to the state of the router's BGP
+// session with it ("Established", "Active", "Connect", ...).
+func (l *Lab) SessionStates() (map[netip.Addr]string, error) {
+	out, err := l.Birdc("show", "protocols")
+	if err != nil {
+		return nil, err
+	}
+	states := map[netip.Addr]string{}
+	for _, line := range strings.Split(out, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 || fields[1] != "BGP" {
+			continue
+		}
+		var f Family
+		var i int
+		if _, err := fmt.Sscanf(fields[0], "spk%d_%d", &f, &i); err != nil {
+			continue
+		}
+		state := fields[3] // "start", "up", "down"
+		if len(fields) > 5 {
+			state = fields[5] // "Established", "Active", ... then details
+		}
+		states[SpeakerAddr(f, i)] = state
+	}
+	return states, nil
+}
+
+// WaitEstablished polls until the router's sessions with all the given
+// speaker addresses are established.
+func (l *Lab) WaitEstablished(ctx context.Context, addrs ...netip.Addr) error {
+	return poll(ctx, func() (bool, string) {
+		states, err := l.SessionStates()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, a := range addrs {
+			if states[a] != "Established" {
+				return false, fmt.Sprintf("sessions: %v", states)
+			}
+		}
+		return true, ""
+	})
+}
+
+// poll calls check every 100ms until it reports done or ctx ends; the error
+// then carries check's last word.
+func poll(ctx context.Context, check func() (bool, string)) error {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		done, last := check()
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w; last: %s", ctx.Err(), last)
+		case <-t.C:
+		}
+	}
+}

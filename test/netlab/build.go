@@ -1,0 +1,215 @@
+package netlab
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// Interface names inside the namespaces. Only the host end of the speaker
+// veth (Lab.HostLink) lives in the host namespace.
+const (
+	bridgeName     = "br0"
+	nsLink         = "eth0"   // node's and client's link to the router
+	routerClient   = "client" // router end of the client link
+	routerSpeakers = "spk"    // router end of the host veth
+)
+
+// run runs a command and returns its output in the error.
+func run(name string, args ...string) error {
+	_, err := output(name, args...)
+	return err
+}
+
+// output runs a command and returns its standard output.
+func output(name string, args ...string) (string, error) {
+	cmd := exec.Command(name, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// Exec runs a command in namespace ns and returns its standard output.
+func (l *Lab) Exec(ns string, args ...string) (string, error) {
+	return output("ip", append([]string{"netns", "exec", ns}, args...)...)
+}
+
+// ipn runs `ip -n ns args...`, or `ip args...` in the host namespace when ns
+// is "".
+func ipn(ns string, args ...string) error {
+	if ns == "" {
+		return run("ip", args...)
+	}
+	return run("ip", append([]string{"-n", ns}, args...)...)
+}
+
+// build makes the topology and starts BIRD; on error Close undoes what exists.
+func (l *Lab) build() error {
+	dir, err := os.MkdirTemp("", "netlab-"+l.ID+"-")
+	if err != nil {
+		return fmt.Errorf("temp dir: %w", err)
+	}
+	l.Dir = dir
+	for _, ns := range append([]string{l.Router, l.Client}, l.Nodes...) {
+		if err := l.addNamespace(ns); err != nil {
+			return err
+		}
+	}
+	steps := []func() error{l.buildRouter, l.buildClient, l.buildHost}
+	for i := range l.Nodes {
+		steps = append(steps, func() error { return l.buildNode(i) })
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return l.startBird()
+}
+
+func (l *Lab) addNamespace(ns string) error {
+	if err := run("ip", "netns", "add", ns); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.namespaces = append(l.namespaces, ns)
+	l.mu.Unlock()
+	return ipn(ns, "link", "set", "lo", "up")
+}
+
+// addrArgs are the `ip addr add` arguments of a in a /24 or /64 on dev.
+func addrArgs(a netip.Addr, dev string) []string {
+	if a.Is4() {
+		return []string{"addr", "add", a.String() + "/24", "dev", dev}
+	}
+	return []string{"-6", "addr", "add", a.String() + "/64", "dev", dev, "nodad"}
+}
+
+// defaultRouteArgs are the `ip route add` arguments of a default route via gw.
+func defaultRouteArgs(gw netip.Addr) []string {
+	if gw.Is4() {
+		return []string{"route", "add", "default", "via", gw.String()}
+	}
+	return []string{"-6", "route", "add", "default", "via", gw.String()}
+}
+
+// configureLink gives dev in ns ("" = host) the addresses and brings it up,
+// without IPv6 link-local addresses (every address stays in the lab ranges).
+func configureLink(ns, dev string, addrs ...netip.Addr) error {
+	cmds := [][]string{{"link", "set", "dev", dev, "addrgenmode", "none"}}
+	for _, a := range addrs {
+		cmds = append(cmds, addrArgs(a, dev))
+	}
+	cmds = append(cmds, []string{"link", "set", "dev", dev, "up"})
+	for _, c := range cmds {
+		if err := ipn(ns, c...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bridgePort enslaves the router end dev of a veth to the bridge.
+func (l *Lab) bridgePort(dev string) error {
+	if err := ipn(l.Router, "link", "set", "dev", dev, "addrgenmode", "none"); err != nil {
+		return err
+	}
+	return ipn(l.Router, "link", "set", "dev", dev, "master", bridgeName, "up")
+}
+
+func (l *Lab) buildRouter() error {
+	if err := ipn(l.Router, "link", "add", bridgeName, "type", "bridge", "mcast_snooping", "0"); err != nil {
+		return err
+	}
+	if err := configureLink(l.Router, bridgeName, RouterAddr(IPv4), RouterAddr(IPv6)); err != nil {
+		return err
+	}
+	_, err := l.Exec(l.Router, "sysctl", "-q", "-w",
+		"net.ipv4.ip_forward=1",
+		"net.ipv6.conf.all.forwarding=1",
+		// Hash on ports too, so connections from the one client spread
+		// over the next hops of an ECMP route.
+		"net.ipv4.fib_multipath_hash_policy=1",
+		"net.ipv6.fib_multipath_hash_policy=1")
+	return err
+}
+
+func (l *Lab) buildNode(i int) error {
+	ns, port := l.Nodes[i], fmt.Sprintf("n%d", i)
+	if err := ipn(ns, "link", "add", nsLink, "type", "veth", "peer", "name", port, "netns", l.Router); err != nil {
+		return err
+	}
+	if err := l.bridgePort(port); err != nil {
+		return err
+	}
+	if err := configureLink(ns, nsLink, NodeAddr(IPv4, i), NodeAddr(IPv6, i)); err != nil {
+		return err
+	}
+	if err := l.staticNeighbor(ns, NodeAddr(IPv6, i), bridgeName); err != nil {
+		return err
+	}
+	if err := ipn(ns, defaultRouteArgs(RouterAddr(IPv4))...); err != nil {
+		return err
+	}
+	return ipn(ns, defaultRouteArgs(RouterAddr(IPv6))...)
+}
+
+func (l *Lab) buildClient() error {
+	if err := ipn(l.Client, "link", "add", nsLink, "type", "veth", "peer", "name", routerClient, "netns", l.Router); err != nil {
+		return err
+	}
+	if err := configureLink(l.Router, routerClient, ClientGateway(IPv4), ClientGateway(IPv6)); err != nil {
+		return err
+	}
+	if err := configureLink(l.Client, nsLink, ClientAddr(IPv4), ClientAddr(IPv6)); err != nil {
+		return err
+	}
+	if err := l.staticNeighbor(l.Client, ClientAddr(IPv6), routerClient); err != nil {
+		return err
+	}
+	if err := ipn(l.Client, defaultRouteArgs(ClientGateway(IPv4))...); err != nil {
+		return err
+	}
+	return ipn(l.Client, defaultRouteArgs(ClientGateway(IPv6))...)
+}
+
+// staticNeighbor gives the router a permanent neighbour entry on dev for the
+// IPv6 address a of namespace ns's lab link. Without link-local addresses the
+// kernel cannot send the neighbour solicitations of forwarded packets, so the
+// router learns its IPv6 neighbours this way.
+func (l *Lab) staticNeighbor(ns string, a netip.Addr, dev string) error {
+	out, err := output("ip", "-n", ns, "-j", "link", "show", "dev", nsLink)
+	if err != nil {
+		return err
+	}
+	var links []struct {
+		Address string `json:"address"`
+	}
+	if err := json.Unmarshal([]byte(out), &links); err != nil || len(links) != 1 || links[0].Address == "" {
+		return fmt.Errorf("MAC address of %s in %s: %q: %v", nsLink, ns, out, err)
+	}
+	return ipn(l.Router, "-6", "neigh", "replace", a.String(), "lladdr", links[0].Address, "dev", dev, "nud", "permanent")
+}
+
+// buildHost attaches the host namespace to the node segment: a veth whose
+// host end holds the speaker addresses (and so only the segment's connected
+// routes) and whose other end is a port of the router's bridge.
+func (l *Lab) buildHost() error {
+	if err := run("ip", "link", "add", l.HostLink, "type", "veth", "peer", "name", routerSpeakers, "netns", l.Router); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.links = append(l.links, l.HostLink)
+	l.mu.Unlock()
+	if err := l.bridgePort(routerSpeakers); err != nil {
+		return err
+	}
+	return configureLink("", l.HostLink, append(l.SpeakerAddrs(IPv4), l.SpeakerAddrs(IPv6)...)...)
+}

@@ -1,0 +1,346 @@
+// Package netlab builds a small routed network in Linux network namespaces for
+// tests: a router namespace running a real BIRD 2, node namespaces on a shared
+// "node segment" behind the router's bridge, a client namespace on another
+// link, and veth pairs that attach the host (root) namespace to the node
+// segment so that a BGP speaker running in the test process can peer with the
+// router. It needs root, iproute2 and BIRD 2 (hack/install-deps.sh installs
+// them).
+//
+// Every address the lab uses is in 198.18.0.0/15 or 2001:db8::/32. The host
+// side gets only the connected routes of the node segment. Labs are
+// serialized across processes by a lock file, because the host-side addresses
+// are fixed; namespace and link names carry a random per-lab prefix.
+package netlab
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/metal-ccm/metal-ccm/test/framework"
+)
+
+// Default ASNs of the router and of the speakers it peers with.
+const (
+	DefaultRouterASN  = 64500
+	DefaultSpeakerASN = 64512
+)
+
+// Family is an IP address family.
+type Family int
+
+// The two families.
+const (
+	IPv4 Family = 4
+	IPv6 Family = 6
+)
+
+// maxSpeakers and maxNodes bound the host numbers used on the node segment:
+// speakers take .2 to .9, nodes .11 upwards.
+const (
+	maxSpeakers = 8
+	maxNodes    = 100
+)
+
+// Options shape a lab. The zero value gives 3 nodes, 3 speaker addresses per
+// family and the default ASNs.
+type Options struct {
+	// Nodes is the number of node namespaces (default 3).
+	Nodes int
+	// Speakers is the number of speaker source addresses per family on the
+	// host (default 3, at most 8); the router has one BGP session per address.
+	Speakers int
+	// RouterASN is the router's ASN (default 64500).
+	RouterASN uint32
+	// SpeakerASN is the ASN the router expects from the speakers (default 64512).
+	SpeakerASN uint32
+	// Password is the TCP MD5 password of every BGP session ("" = none).
+	Password string
+	// Passwords overrides Password for the sessions of one speaker index.
+	Passwords map[int]string
+}
+
+func (o *Options) defaults() error {
+	if o.Nodes == 0 {
+		o.Nodes = 3
+	}
+	if o.Speakers == 0 {
+		o.Speakers = 3
+	}
+	if o.RouterASN == 0 {
+		o.RouterASN = DefaultRouterASN
+	}
+	if o.SpeakerASN == 0 {
+		o.SpeakerASN = DefaultSpeakerASN
+	}
+	if o.Nodes < 1 || o.Nodes > maxNodes {
+		return fmt.Errorf("nodes %d out of range 1..%d", o.Nodes, maxNodes)
+	}
+	if o.Speakers < 1 || o.Speakers > maxSpeakers {
+		return fmt.Errorf("speakers %d out of range 1..%d", o.Speakers, maxSpeakers)
+	}
+	return nil
+}
+
+// password is the TCP MD5 password of speaker i's sessions.
+func (o *Options) password(i int) string {
+	if p, ok := o.Passwords[i]; ok {
+		return p
+	}
+	return o.Password
+}
+
+// Lab is a running topology. Its methods are safe for concurrent use.
+type Lab struct {
+	// ID is the random part of every name the lab gives.
+	ID string
+	// Router, Client and Nodes are the namespace names.
+	Router string
+	Client string
+	Nodes  []string
+	// HostLink is the host end of the speaker veth.
+	HostLink string
+	// Dir holds the BIRD config, control socket and log.
+	Dir string
+	// Opts are the options with defaults filled in.
+	Opts Options
+
+	mu         sync.Mutex
+	namespaces []string // created, in order
+	links      []string // host links created
+	bird       *framework.Process
+	closers    []func()
+	lock       *os.File
+	closed     bool
+	savedLog   string // BIRD's log, read before Close removes Dir
+}
+
+// Available reports why a lab cannot run here (not root, a tool missing), or
+// nil.
+func Available() error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("netlab needs root (euid %d)", os.Geteuid())
+	}
+	for _, bin := range []string{"ip", birdPath, birdcPath} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return fmt.Errorf("netlab needs %s (run hack/install-deps.sh as root): %w", bin, err)
+		}
+	}
+	return nil
+}
+
+// New builds a lab for a test and closes it in t.Cleanup, also when the test
+// fails. It skips the test, saying why, when the lab cannot run here.
+func New(t testing.TB, opts Options) *Lab {
+	t.Helper()
+	if err := Available(); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	l, err := Start(opts)
+	if err != nil {
+		t.Fatalf("netlab: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("netlab: BIRD log:\n%s", l.BirdLog())
+		}
+		if err := l.Close(); err != nil {
+			t.Errorf("netlab: %v", err)
+		}
+	})
+	return l
+}
+
+// Start builds a lab; the caller must Close it. It waits for other labs on
+// this machine to close first.
+func Start(opts Options) (*Lab, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, fmt.Errorf("netlab options: %w", err)
+	}
+	lock, err := acquireLock()
+	if err != nil {
+		return nil, err
+	}
+	id, err := randomID()
+	if err != nil {
+		_ = lock.Close()
+		return nil, err
+	}
+	l := &Lab{ID: id, Opts: opts, lock: lock, HostLink: "mccm" + id + "h"}
+	prefix := "mccm-" + id + "-"
+	l.Router, l.Client = prefix+"router", prefix+"client"
+	for i := range opts.Nodes {
+		l.Nodes = append(l.Nodes, fmt.Sprintf("%snode%d", prefix, i))
+	}
+	if err := l.build(); err != nil {
+		return nil, errors.Join(fmt.Errorf("netlab start: %w", err), l.Close())
+	}
+	return l, nil
+}
+
+// lockPath is shared by all labs on the machine: their host-side addresses
+// are the same, so only one lab may exist at a time.
+var lockPath = filepath.Join(os.TempDir(), "metal-ccm-netlab.lock")
+
+// leftoverLink matches the host links of labs whose process died.
+var leftoverLink = regexp.MustCompile(`^mccm[0-9a-f]{6}h$`)
+
+// acquireLock takes the machine-wide lab lock, then removes host links that a
+// crashed lab left: while the lock is held no other lab exists, and such a
+// link would hold the same addresses.
+func acquireLock() (*os.File, error) {
+	f, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("netlab lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("netlab lock: %w", err)
+	}
+	out, err := exec.Command("ip", "-o", "link", "show").Output()
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("netlab list links: %w", err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimSuffix(fields[1], ":"), "@")
+		if leftoverLink.MatchString(name) {
+			_ = run("ip", "link", "del", "dev", name)
+		}
+	}
+	return f, nil
+}
+
+func randomID() (string, error) {
+	b := make([]byte, 3)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("netlab id: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// Close stops BIRD and the lab's servers and deletes exactly the namespaces
+// and links the lab created. It is safe to call more than once.
+func (l *Lab) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	for i := len(l.closers) - 1; i >= 0; i-- {
+		l.closers[i]()
+	}
+	l.stopBird()
+	var errs []error
+	for _, link := range l.links {
+		if err := run("ip", "link", "del", "dev", link); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for i := len(l.namespaces) - 1; i >= 0; i-- {
+		if err := run("ip", "netns", "del", l.namespaces[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if l.Dir != "" {
+		if b, err := os.ReadFile(l.birdLogPath()); err == nil {
+			l.savedLog = string(b)
+		}
+		if err := os.RemoveAll(l.Dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if l.lock != nil {
+		_ = l.lock.Close()
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("netlab close: %w", err)
+	}
+	return nil
+}
+
+// addCloser registers fn to run first in Close.
+func (l *Lab) addCloser(fn func()) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		fn()
+		return errors.New("netlab: lab closed")
+	}
+	l.closers = append(l.closers, fn)
+	return nil
+}
+
+// RouterAddr is the router's address on the node segment.
+func RouterAddr(f Family) netip.Addr { return segmentAddr(f, 10, 1) }
+
+// SpeakerAddr is the host's i-th speaker source address on the node segment.
+func SpeakerAddr(f Family, i int) netip.Addr { return segmentAddr(f, 10, 2+i) }
+
+// NodeAddr is node i's address on the node segment (i from 0: .11, .12, ...).
+func NodeAddr(f Family, i int) netip.Addr { return segmentAddr(f, 10, 11+i) }
+
+// ClientAddr is the client's address on its link.
+func ClientAddr(f Family) netip.Addr { return segmentAddr(f, 20, 2) }
+
+// ClientGateway is the router's address on the client link.
+func ClientGateway(f Family) netip.Addr { return segmentAddr(f, 20, 1) }
+
+// segmentAddr is host number host of 198.18.<net>.0/24, or of
+// 2001:db8:<net>::/64 written the same way in decimal digits (.11 is ::11).
+func segmentAddr(f Family, net, host int) netip.Addr {
+	if f == IPv6 {
+		return netip.MustParseAddr(fmt.Sprintf("2001:db8:%d::%d", net, host))
+	}
+	return netip.AddrFrom4([4]byte{198, 18, byte(net), byte(host)})
+}
+
+// SpeakerAddrs are the host's speaker source addresses of one family.
+func (l *Lab) SpeakerAddrs(f Family) []netip.Addr {
+	out := make([]netip.Addr, l.Opts.Speakers)
+	for i := range out {
+		out[i] = SpeakerAddr(f, i)
+	}
+	return out
+}
+
+// NodeAddrs are the node addresses of one family, by node index.
+func (l *Lab) NodeAddrs(f Family) []netip.Addr {
+	out := make([]netip.Addr, len(l.Nodes))
+	for i := range out {
+		out[i] = NodeAddr(f, i)
+	}
+	return out
+}
+
+// NodeName is the name node i answers with (see ServeHTTP).
+func (l *Lab) NodeName(i int) string { return fmt.Sprintf("node%d", i) }
+
+// labRanges hold every address a lab may use.
+var labRanges = []netip.Prefix{netip.MustParsePrefix("198.18.0.0/15"), netip.MustParsePrefix("2001:db8::/32")}
+
+// checkAddr refuses an address outside the lab's ranges.
+func checkAddr(a netip.Addr) error {
+	for _, p := range labRanges {
+		if p.Contains(a.Unmap()) {
+			return nil
+		}
+	}
+	return fmt.Errorf("address %s is outside the lab ranges 198.18.0.0/15 and 2001:db8::/32", a)
+}

@@ -1,0 +1,187 @@
+package netlab
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func addrs(s ...string) []netip.Addr {
+	out := make([]netip.Addr, len(s))
+	for i, a := range s {
+		out[i] = netip.MustParseAddr(a)
+	}
+	return out
+}
+
+func TestParseRoutes(t *testing.T) {
+	v4 := `[{"dst":"198.18.30.1","gateway":"198.18.10.12","dev":"br0","protocol":"bird","metric":32,"flags":[]},
+	{"dst":"198.18.31.0/24","protocol":"bird","metric":32,"flags":[],"nexthops":[{"gateway":"198.18.10.13","dev":"br0","weight":1,"flags":[]},{"gateway":"198.18.10.11","dev":"br0","weight":1,"flags":[]}]},
+	{"dst":"default","gateway":"198.18.10.1","dev":"br0","protocol":"bird","flags":[]}]`
+	got, err := parseRoutes(IPv4, []byte(v4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Route{
+		{Prefix: netip.MustParsePrefix("198.18.30.1/32"), NextHops: addrs("198.18.10.12")},
+		{Prefix: netip.MustParsePrefix("198.18.31.0/24"), NextHops: addrs("198.18.10.11", "198.18.10.13")},
+		{Prefix: netip.MustParsePrefix("0.0.0.0/0"), NextHops: addrs("198.18.10.1")},
+	}
+	if !slices.EqualFunc(got, want, routeEqual) {
+		t.Errorf("IPv4 routes = %v, want %v", got, want)
+	}
+
+	v6 := `[{"dst":"2001:db8:30::1","protocol":"bird","metric":32,"flags":[],"pref":"medium","nexthops":[{"gateway":"2001:db8:10::11","dev":"br0","weight":1,"flags":[]},{"gateway":"2001:db8:10::12","dev":"br0","weight":1,"flags":[]}]}]`
+	got, err = parseRoutes(IPv6, []byte(v6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []Route{{Prefix: netip.MustParsePrefix("2001:db8:30::1/128"), NextHops: addrs("2001:db8:10::11", "2001:db8:10::12")}}
+	if !slices.EqualFunc(got, want, routeEqual) {
+		t.Errorf("IPv6 routes = %v, want %v", got, want)
+	}
+
+	if got, err := parseRoutes(IPv4, []byte("[]\n")); err != nil || len(got) != 0 {
+		t.Errorf("empty list = %v, %v", got, err)
+	}
+	if _, err := parseRoutes(IPv4, []byte(`[{"dst":"nonsense"}]`)); err == nil {
+		t.Error("bad destination: no error")
+	}
+}
+
+func routeEqual(a, b Route) bool { return a.Prefix == b.Prefix && slices.Equal(a.NextHops, b.NextHops) }
+
+func TestAddressPlan(t *testing.T) {
+	for _, a := range []netip.Addr{
+		RouterAddr(IPv4), RouterAddr(IPv6), SpeakerAddr(IPv4, 7), SpeakerAddr(IPv6, 0),
+		NodeAddr(IPv4, 0), NodeAddr(IPv6, 2), ClientAddr(IPv4), ClientAddr(IPv6), ClientGateway(IPv6),
+	} {
+		if err := checkAddr(a); err != nil {
+			t.Error(err)
+		}
+	}
+	if got := NodeAddr(IPv4, 0).String(); got != "198.18.10.11" {
+		t.Errorf("node 0 = %s", got)
+	}
+	if got := SpeakerAddr(IPv6, 1).String(); got != "2001:db8:10::3" {
+		t.Errorf("speaker 1 = %s", got)
+	}
+	if err := checkAddr(netip.MustParseAddr("10.0.0.1")); err == nil {
+		t.Error("10.0.0.1 accepted")
+	}
+	cfg := (&Lab{Opts: Options{Speakers: 1, RouterASN: 1, SpeakerASN: 2, Password: "s3cret"}}).birdConfig()
+	for _, want := range []string{"neighbor 198.18.10.2 as 2;", "neighbor 2001:db8:10::2 as 2;", `password "s3cret";`, "add paths rx;", "merge paths on;"} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("bird config lacks %q:\n%s", want, cfg)
+		}
+	}
+}
+
+// TestLab builds a lab and checks its data plane, its host attachment, a
+// router restart and that Close leaves nothing behind.
+func TestLab(t *testing.T) {
+	l := New(t, Options{Nodes: 2, Speakers: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	// Client → router → node, both families, through sockets made in the
+	// namespaces.
+	for i := range l.Nodes {
+		if err := l.ServeHTTP(i, ":8080"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, u := range []string{"http://198.18.10.12:8080/", "http://[2001:db8:10::12]:8080/"} {
+		if body, err := l.ClientGet(ctx, u); err != nil || body != "node1" {
+			t.Errorf("GET %s = %q, %v; want node1", u, body, err)
+		}
+	}
+
+	// A VIP on a node's lo, routed by hand (BIRD would remove a foreign
+	// route marked as its own).
+	vip := netip.MustParseAddr("198.18.30.1")
+	if err := l.AddLoopbackVIP(0, vip); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Exec(l.Router, "ip", "route", "add", "198.18.30.1/32", "via", NodeAddr(IPv4, 0).String()); err != nil {
+		t.Fatal(err)
+	}
+	if body, err := l.ClientGet(ctx, "http://198.18.30.1:8080/"); err != nil || body != "node0" {
+		t.Errorf("GET VIP = %q, %v; want node0", body, err)
+	}
+	if _, err := l.ClientGet(ctx, "http://10.1.2.3/"); err == nil {
+		t.Error("GET outside the lab ranges: no error")
+	}
+
+	// The host end has only the segment's routes, and reaches BIRD from
+	// each speaker address.
+	for _, f := range []string{"-4", "-6"} {
+		out, err := output("ip", f, "route", "show", "dev", l.HostLink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if !strings.HasPrefix(line, "198.18.10.0/24 ") && !strings.HasPrefix(line, "2001:db8:10::/64 ") {
+				t.Errorf("unexpected host route %q", line)
+			}
+		}
+	}
+	for _, f := range []Family{IPv4, IPv6} {
+		d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(SpeakerAddr(f, 1), 0)), Timeout: 5 * time.Second}
+		conn, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(RouterAddr(f), 179).String())
+		if err != nil {
+			t.Errorf("host → BIRD: %v", err)
+			continue
+		}
+		_ = conn.Close()
+	}
+	states, err := l.SessionStates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(states) != 4 {
+		t.Errorf("session states = %v, want 4 sessions", states)
+	}
+
+	pid := l.BirdPID()
+	if err := l.RestartRouter(); err != nil {
+		t.Fatal(err)
+	}
+	if l.BirdPID() == pid || processAlive(pid) {
+		t.Errorf("BIRD pid %d still running after restart (new pid %d)", pid, l.BirdPID())
+	}
+	if _, err := l.Birdc("show", "status"); err != nil {
+		t.Errorf("birdc after restart: %v", err)
+	}
+
+	pid, dir := l.BirdPID(), l.Dir
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if processAlive(pid) {
+		t.Errorf("BIRD pid %d alive after Close", pid)
+	}
+	for _, ns := range append([]string{l.Router, l.Client}, l.Nodes...) {
+		if _, err := os.Stat(filepath.Join("/run/netns", ns)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("namespace %s left: %v", ns, err)
+		}
+	}
+	if _, err := net.InterfaceByName(l.HostLink); err == nil {
+		t.Errorf("host link %s left", l.HostLink)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("dir %s left: %v", dir, err)
+	}
+}
+
+func processAlive(pid int) bool {
+	return pid > 0 && syscall.Kill(pid, 0) == nil
+}

@@ -1,0 +1,138 @@
+package netlab
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// Route is a route that BIRD installed in the router namespace's kernel.
+type Route struct {
+	Prefix netip.Prefix
+	// NextHops are sorted; an ECMP route has several.
+	NextHops []netip.Addr
+}
+
+// jsonRoute is one entry of `ip -j route show`: a single-path route has
+// gateway, a multipath route has nexthops.
+type jsonRoute struct {
+	Dst      string `json:"dst"`
+	Gateway  string `json:"gateway"`
+	NextHops []struct {
+		Gateway string `json:"gateway"`
+	} `json:"nexthops"`
+}
+
+// Routes lists the routes of family f that BIRD installed in the router
+// namespace's kernel.
+func (l *Lab) Routes(f Family) ([]Route, error) {
+	out, err := output("ip", fmt.Sprintf("-%d", f), "-n", l.Router, "-j", "route", "show", "proto", "bird")
+	if err != nil {
+		return nil, fmt.Errorf("netlab routes: %w", err)
+	}
+	return parseRoutes(f, []byte(out))
+}
+
+// parseRoutes reads the JSON of `ip -j route show`.
+func parseRoutes(f Family, data []byte) ([]Route, error) {
+	var raw []jsonRoute
+	if len(strings.TrimSpace(string(data))) == 0 {
+		return nil, nil
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("netlab parse routes: %w", err)
+	}
+	routes := make([]Route, 0, len(raw))
+	for _, r := range raw {
+		prefix, err := parseDst(f, r.Dst)
+		if err != nil {
+			return nil, err
+		}
+		gateways := []string{r.Gateway}
+		if len(r.NextHops) > 0 {
+			gateways = gateways[:0]
+			for _, nh := range r.NextHops {
+				gateways = append(gateways, nh.Gateway)
+			}
+		}
+		route := Route{Prefix: prefix}
+		for _, g := range gateways {
+			if g == "" {
+				continue
+			}
+			a, err := netip.ParseAddr(g)
+			if err != nil {
+				return nil, fmt.Errorf("netlab parse routes: next hop of %s: %w", r.Dst, err)
+			}
+			route.NextHops = append(route.NextHops, a)
+		}
+		slices.SortFunc(route.NextHops, netip.Addr.Compare)
+		routes = append(routes, route)
+	}
+	return routes, nil
+}
+
+// parseDst reads a route destination: "default", a prefix, or a bare address
+// (a host route).
+func parseDst(f Family, dst string) (netip.Prefix, error) {
+	switch {
+	case dst == "default" && f == IPv6:
+		return netip.MustParsePrefix("::/0"), nil
+	case dst == "default":
+		return netip.MustParsePrefix("0.0.0.0/0"), nil
+	case strings.Contains(dst, "/"):
+		p, err := netip.ParsePrefix(dst)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("netlab parse routes: %w", err)
+		}
+		return p, nil
+	}
+	a, err := netip.ParseAddr(dst)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("netlab parse routes: %w", err)
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// Route returns the BIRD route of prefix in the router's kernel, if any.
+func (l *Lab) Route(prefix netip.Prefix) (Route, bool, error) {
+	f := IPv4
+	if prefix.Addr().Is6() {
+		f = IPv6
+	}
+	routes, err := l.Routes(f)
+	if err != nil {
+		return Route{}, false, err
+	}
+	for _, r := range routes {
+		if r.Prefix == prefix.Masked() {
+			return r, true, nil
+		}
+	}
+	return Route{}, false, nil
+}
+
+// WaitRoute polls until the router's kernel route of prefix has exactly the
+// wanted next hops (in any order); with none wanted, until there is no route.
+func (l *Lab) WaitRoute(ctx context.Context, prefix netip.Prefix, wantNextHops []netip.Addr) error {
+	want := slices.Clone(wantNextHops)
+	slices.SortFunc(want, netip.Addr.Compare)
+	err := poll(ctx, func() (bool, string) {
+		r, ok, err := l.Route(prefix)
+		switch {
+		case err != nil:
+			return false, err.Error()
+		case !ok:
+			return len(want) == 0, "no route"
+		default:
+			return slices.Equal(r.NextHops, want), fmt.Sprintf("next hops %v", r.NextHops)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("netlab wait for route %s via %v: %w", prefix, want, err)
+	}
+	return nil
+}
