@@ -1,0 +1,388 @@
+// Package announcer decides which next hops each LoadBalancer address is
+// announced with, from what the API server shows: the Services' status, the
+// nodes, and the EndpointSlices of Services with externalTrafficPolicy Local.
+// It runs in every replica, leader or not, so that losing the leader loses no
+// route.
+package announcer
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+	"k8s.io/klog/v2"
+)
+
+// PathSetter announces a prefix with exactly the given next hops; none withdraws it.
+type PathSetter interface {
+	SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []netip.Addr) error
+}
+
+// Filter says whether the announcer serves a Service (type LoadBalancer, the
+// provider's class).
+type Filter func(*v1.Service) bool
+
+// Announcer keeps the speaker's paths equal to what the cluster shows.
+type Announcer struct {
+	speaker  PathSetter
+	serves   Filter
+	services corelisters.ServiceLister
+	nodes    corelisters.NodeLister
+	slices   discoverylisters.EndpointSliceLister
+	synced   []cache.InformerSynced
+
+	mu         sync.Mutex
+	dirtySvcs  map[string]bool
+	nodesDirty bool
+	wake       chan struct{}
+
+	// Owned by the run loop.
+	contrib   map[string]map[netip.Prefix][]netip.Addr // service -> its prefixes and next hops
+	owners    map[netip.Prefix]map[string]bool         // prefix -> services announcing it
+	applied   map[netip.Prefix][]netip.Addr            // what the speaker has
+	eligible  map[string]nodeHops                      // node name -> next hops
+	retryNext map[netip.Prefix]bool                    // prefixes whose SetPaths failed
+}
+
+type nodeHops struct{ v4, v6 netip.Addr }
+
+// New builds an announcer over factory's informers. Start the factory after.
+func New(factory informers.SharedInformerFactory, speaker PathSetter, serves Filter) *Announcer {
+	a := &Announcer{
+		speaker:   speaker,
+		serves:    serves,
+		services:  factory.Core().V1().Services().Lister(),
+		nodes:     factory.Core().V1().Nodes().Lister(),
+		slices:    factory.Discovery().V1().EndpointSlices().Lister(),
+		dirtySvcs: map[string]bool{},
+		wake:      make(chan struct{}, 1),
+		contrib:   map[string]map[netip.Prefix][]netip.Addr{},
+		owners:    map[netip.Prefix]map[string]bool{},
+		applied:   map[netip.Prefix][]netip.Addr{},
+		retryNext: map[netip.Prefix]bool{},
+	}
+	svcInf := factory.Core().V1().Services().Informer()
+	nodeInf := factory.Core().V1().Nodes().Informer()
+	sliceInf := factory.Discovery().V1().EndpointSlices().Informer()
+	svcHandler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { a.serviceChanged(o) },
+		UpdateFunc: func(_, o any) { a.serviceChanged(o) },
+		DeleteFunc: func(o any) { a.serviceChanged(o) },
+	}
+	nodeHandler := cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { a.nodesChanged() },
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*v1.Node)
+			c, ok2 := cur.(*v1.Node)
+			if !ok1 || !ok2 || hopsOf(o) != hopsOf(c) {
+				a.nodesChanged()
+			}
+		},
+		DeleteFunc: func(any) { a.nodesChanged() },
+	}
+	sliceHandler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { a.sliceChanged(o) },
+		UpdateFunc: func(_, o any) { a.sliceChanged(o) },
+		DeleteFunc: func(o any) { a.sliceChanged(o) },
+	}
+	for _, reg := range []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandler
+	}{{svcInf, svcHandler}, {nodeInf, nodeHandler}, {sliceInf, sliceHandler}} {
+		r, err := reg.inf.AddEventHandler(reg.h)
+		if err != nil {
+			klog.Background().Error(err, "Cannot watch for the announcer")
+			continue
+		}
+		a.synced = append(a.synced, r.HasSynced)
+	}
+	return a
+}
+
+func (a *Announcer) kick() {
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (a *Announcer) serviceChanged(o any) {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	svc, ok := o.(*v1.Service)
+	if !ok {
+		return
+	}
+	a.mu.Lock()
+	a.dirtySvcs[svc.Namespace+"/"+svc.Name] = true
+	a.mu.Unlock()
+	a.kick()
+}
+
+func (a *Announcer) sliceChanged(o any) {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	s, ok := o.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return
+	}
+	name := s.Labels[discoveryv1.LabelServiceName]
+	if name == "" {
+		return
+	}
+	a.mu.Lock()
+	a.dirtySvcs[s.Namespace+"/"+name] = true
+	a.mu.Unlock()
+	a.kick()
+}
+
+func (a *Announcer) nodesChanged() {
+	a.mu.Lock()
+	a.nodesDirty = true
+	a.mu.Unlock()
+	a.kick()
+}
+
+// Run applies changes until ctx ends. Nothing is announced before every
+// informer has synced, so a restart never withdraws what it has not seen.
+func (a *Announcer) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithName("announcer")
+	ctx = klog.NewContext(ctx, logger)
+	if !cache.WaitForCacheSync(ctx.Done(), a.synced...) {
+		return
+	}
+	a.nodesChanged()
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.wake:
+		case <-retry.C:
+		}
+		if a.sync(ctx) {
+			retry.Reset(time.Second)
+		}
+	}
+}
+
+// sync applies every pending change and reports whether some must be retried.
+func (a *Announcer) sync(ctx context.Context) bool {
+	a.mu.Lock()
+	dirty, nodesDirty := a.dirtySvcs, a.nodesDirty
+	a.dirtySvcs, a.nodesDirty = map[string]bool{}, false
+	a.mu.Unlock()
+
+	if nodesDirty || a.eligible == nil {
+		a.eligible = a.eligibleNodes()
+		for key := range a.contrib {
+			dirty[key] = true
+		}
+		if nodesDirty {
+			// Services not yet announced may become announceable.
+			if all, err := a.services.List(labels.Everything()); err == nil {
+				for _, s := range all {
+					dirty[s.Namespace+"/"+s.Name] = true
+				}
+			}
+		}
+	}
+	prefixes := map[netip.Prefix]bool{}
+	for p := range a.retryNext {
+		prefixes[p] = true
+	}
+	for key := range dirty {
+		for p := range a.contrib[key] {
+			prefixes[p] = true
+		}
+		next := a.contribution(key)
+		for p := range a.contrib[key] {
+			if _, still := next[p]; !still {
+				delete(a.owners[p], key)
+			}
+		}
+		if len(next) == 0 {
+			delete(a.contrib, key)
+		} else {
+			a.contrib[key] = next
+		}
+		for p := range next {
+			prefixes[p] = true
+			if a.owners[p] == nil {
+				a.owners[p] = map[string]bool{}
+			}
+			a.owners[p][key] = true
+		}
+	}
+	a.retryNext = map[netip.Prefix]bool{}
+	for p := range prefixes {
+		var want []netip.Addr
+		for key := range a.owners[p] {
+			for _, h := range a.contrib[key][p] {
+				if !slices.Contains(want, h) {
+					want = append(want, h)
+				}
+			}
+		}
+		if len(a.owners[p]) == 0 {
+			delete(a.owners, p)
+		}
+		slices.SortFunc(want, netip.Addr.Compare)
+		if slices.Equal(want, a.applied[p]) {
+			continue
+		}
+		if err := a.speaker.SetPaths(ctx, p, want); err != nil {
+			klog.FromContext(ctx).Error(err, "Cannot announce; retrying", "prefix", p)
+			a.retryNext[p] = true
+			continue
+		}
+		a.mu.Lock()
+		if len(want) == 0 {
+			delete(a.applied, p)
+		} else {
+			a.applied[p] = want
+		}
+		a.mu.Unlock()
+	}
+	return len(a.retryNext) > 0
+}
+
+// contribution computes a Service's prefixes and their next hops.
+func (a *Announcer) contribution(key string) map[netip.Prefix][]netip.Addr {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	svc, err := a.services.Services(ns).Get(name)
+	if err != nil || svc.DeletionTimestamp != nil || !a.serves(svc) {
+		return nil
+	}
+	nodes := a.eligible
+	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal {
+		nodes = a.withReadyEndpoints(svc)
+	}
+	out := map[netip.Prefix][]netip.Addr{}
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		ip, err := netip.ParseAddr(in.IP)
+		if err != nil {
+			continue
+		}
+		ip = ip.Unmap()
+		var hops []netip.Addr
+		for _, n := range nodes {
+			h := n.v6
+			if ip.Is4() {
+				h = n.v4
+			}
+			if h.IsValid() {
+				hops = append(hops, h)
+			}
+		}
+		out[netip.PrefixFrom(ip, ip.BitLen())] = hops
+	}
+	return out
+}
+
+func (a *Announcer) withReadyEndpoints(svc *v1.Service) map[string]nodeHops {
+	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc.Name})
+	list, err := a.slices.EndpointSlices(svc.Namespace).List(sel)
+	if err != nil {
+		return nil
+	}
+	out := map[string]nodeHops{}
+	for _, s := range list {
+		for _, ep := range s.Endpoints {
+			ready := ep.Conditions.Ready == nil || *ep.Conditions.Ready
+			if !ready || ep.NodeName == nil {
+				continue
+			}
+			if h, ok := a.eligible[*ep.NodeName]; ok {
+				out[*ep.NodeName] = h
+			}
+		}
+	}
+	return out
+}
+
+// ExcludeLabel keeps a node out of every announcement.
+const ExcludeLabel = v1.LabelNodeExcludeBalancers
+
+func (a *Announcer) eligibleNodes() map[string]nodeHops {
+	list, err := a.nodes.List(labels.Everything())
+	if err != nil {
+		return map[string]nodeHops{}
+	}
+	out := map[string]nodeHops{}
+	for _, n := range list {
+		if h := hopsOf(n); h.v4.IsValid() || h.v6.IsValid() {
+			out[n.Name] = h
+		}
+	}
+	return out
+}
+
+// hopsOf returns the next hops a node offers: none unless it is Ready,
+// initialized, not excluded and not being deleted.
+func hopsOf(n *v1.Node) nodeHops {
+	if n.DeletionTimestamp != nil {
+		return nodeHops{}
+	}
+	if _, excluded := n.Labels[ExcludeLabel]; excluded {
+		return nodeHops{}
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == cloudproviderapi.TaintExternalCloudProvider {
+			return nodeHops{}
+		}
+	}
+	ready := false
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			ready = c.Status == v1.ConditionTrue
+		}
+	}
+	if !ready {
+		return nodeHops{}
+	}
+	var h nodeHops
+	for _, addr := range n.Status.Addresses {
+		if addr.Type != v1.NodeInternalIP {
+			continue
+		}
+		ip, err := netip.ParseAddr(addr.Address)
+		if err != nil {
+			continue
+		}
+		ip = ip.Unmap()
+		if ip.Is4() && !h.v4.IsValid() {
+			h.v4 = ip
+		} else if ip.Is6() && !h.v6.IsValid() {
+			h.v6 = ip
+		}
+	}
+	return h
+}
+
+// Announced returns what the speaker was last told (a copy).
+func (a *Announcer) Announced() map[netip.Prefix][]netip.Addr {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make(map[netip.Prefix][]netip.Addr, len(a.applied))
+	for p, h := range a.applied {
+		out[p] = slices.Clone(h)
+	}
+	return out
+}
