@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 
+	"k8s.io/client-go/kubernetes"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/app/config"
 	"k8s.io/klog/v2"
@@ -23,9 +25,29 @@ func initializeCloud(c *config.CompletedConfig) cloudprovider.Interface {
 		err = fmt.Errorf("no cloud provider named %q is built into this binary", name)
 	}
 	if err != nil {
-		klog.Flush()
-		fmt.Fprintf(os.Stderr, "metal-cloud-controller-manager: cloud provider %q, config %q:\n%v\n", name, file, err)
-		os.Exit(1)
+		fail(fmt.Sprintf("cloud provider %q, config %q", name, file), err)
+	}
+	if r, ok := cloud.(everyReplica); ok {
+		cs, err := c.ClientBuilder.Client("metal-cloud-provider-announcer")
+		if err == nil {
+			err = r.RunInEveryReplica(context.Background(), cs)
+		}
+		if err != nil {
+			fail(fmt.Sprintf("cloud provider %q", name), err)
+		}
 	}
 	return cloud
+}
+
+// everyReplica is implemented by providers with work that must run in every
+// replica whatever the leader election says (the metal provider's BGP
+// announcements). It is started before leader election.
+type everyReplica interface {
+	RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) error
+}
+
+func fail(what string, err error) {
+	klog.Flush()
+	fmt.Fprintf(os.Stderr, "metal-cloud-controller-manager: %s:\n%v\n", what, err)
+	os.Exit(1)
 }

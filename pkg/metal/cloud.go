@@ -17,6 +17,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
+	"github.com/metal-ccm/metal-ccm/pkg/bgp"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/ipam"
 	"github.com/metal-ccm/metal-ccm/pkg/powerstate"
@@ -44,6 +45,7 @@ type Cloud struct {
 	recorder atomic.Pointer[record.EventRecorder]
 	client   atomic.Pointer[clientHolder]
 	lb       *lbState
+	speaker  atomic.Pointer[bgp.Speaker]
 }
 
 // state is everything derived from one config, swapped as a whole.

@@ -1,0 +1,121 @@
+package metal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/metal-ccm/metal-ccm/pkg/announcer"
+	"github.com/metal-ccm/metal-ccm/pkg/bgp"
+	"github.com/metal-ccm/metal-ccm/pkg/config"
+)
+
+// ErrNoRouterID is returned when bgp.routerID is unset and no IPv4 peer gives one.
+var ErrNoRouterID = errors.New("bgp.routerID is not set and there is no IPv4 peer to derive it from")
+
+// RunInEveryReplica starts what must run whoever leads: the BGP speaker and
+// the announcer, which announce what the Services' status shows. Without BGP
+// peers it does nothing. It returns once they are started; they stop with ctx.
+func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) error {
+	cfg := c.state.Load().cfg
+	if len(cfg.BGP.Peers) == 0 {
+		return nil
+	}
+	bcfg, err := speakerConfig(&cfg.BGP)
+	if err != nil {
+		return fmt.Errorf("start BGP speaker: %w", err)
+	}
+	speaker, err := bgp.New(bcfg)
+	if err != nil {
+		return fmt.Errorf("start BGP speaker: %w", err)
+	}
+	logger := klog.FromContext(ctx).WithName("bgp")
+	go func() {
+		if err := speaker.Start(klog.NewContext(ctx, logger)); err != nil {
+			logger.Error(err, "BGP speaker stopped")
+		}
+	}()
+	c.speaker.Store(speaker)
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	ann := announcer.New(factory, speaker, wantsLoadBalancer)
+	factory.Start(ctx.Done())
+	go ann.Run(ctx)
+	return nil
+}
+
+func speakerConfig(b *config.BGP) (bgp.Config, error) {
+	out := bgp.Config{ASN: b.ASN}
+	for i, p := range b.Peers {
+		addr, err := netip.ParseAddr(p.Address)
+		if err != nil {
+			return bgp.Config{}, fmt.Errorf("bgp.peers[%d].address: %w", i, err)
+		}
+		peer := bgp.Peer{Address: addr, ASN: p.ASN, Port: p.Port}
+		if p.HoldTime != nil {
+			peer.HoldTime = p.HoldTime.Duration
+		}
+		if p.LocalAddress != "" {
+			if peer.LocalAddress, err = netip.ParseAddr(p.LocalAddress); err != nil {
+				return bgp.Config{}, fmt.Errorf("bgp.peers[%d].localAddress: %w", i, err)
+			}
+		}
+		if gr := p.GracefulRestart; gr != nil && gr.Enabled != nil && *gr.Enabled {
+			peer.GracefulRestart = true
+			if gr.RestartTime != nil {
+				peer.RestartTime = gr.RestartTime.Duration
+			}
+		}
+		if p.PasswordFile != "" {
+			pw, err := os.ReadFile(p.PasswordFile)
+			if err != nil {
+				return bgp.Config{}, fmt.Errorf("bgp.peers[%d].passwordFile: %w", i, err)
+			}
+			peer.Password = strings.TrimRight(string(pw), "\r\n")
+		}
+		out.Peers = append(out.Peers, peer)
+	}
+	if b.RouterID != "" {
+		id, err := netip.ParseAddr(b.RouterID)
+		if err != nil {
+			return bgp.Config{}, fmt.Errorf("bgp.routerID: %w", err)
+		}
+		out.RouterID = id
+		return out, nil
+	}
+	id, err := routerIDFor(out.Peers)
+	if err != nil {
+		return bgp.Config{}, err
+	}
+	out.RouterID = id
+	return out, nil
+}
+
+// routerIDFor is the source address toward the first IPv4 peer: the local
+// address of a UDP socket connected to it (no packet is sent).
+func routerIDFor(peers []bgp.Peer) (netip.Addr, error) {
+	for _, p := range peers {
+		if !p.Address.Is4() {
+			continue
+		}
+		if p.LocalAddress.IsValid() {
+			return p.LocalAddress, nil
+		}
+		conn, err := net.Dial("udp4", net.JoinHostPort(p.Address.String(), strconv.Itoa(int(p.Port))))
+		if err != nil {
+			return netip.Addr{}, fmt.Errorf("derive BGP router ID toward %s: %w", p.Address, err)
+		}
+		local := conn.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
+		_ = conn.Close()
+		return local, nil
+	}
+	return netip.Addr{}, ErrNoRouterID
+}
