@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/metal-ccm/metal-ccm/test/netlab"
+)
+
+// TestLoadBalancerOverBGP is the path of a LoadBalancer Service from
+// allocation to a client's request through a real router.
+func TestLoadBalancerOverBGP(t *testing.T) {
+	lab := netlab.New(t, netlab.Options{Nodes: 3, Speakers: 2})
+	if _, err := lab.Exec(lab.Router, "sysctl", "-qw", "net.ipv4.fib_multipath_hash_policy=1", "net.ipv6.fib_multipath_hash_policy=1"); err != nil {
+		t.Fatal(err)
+	}
+	registerLabNodes(t, lab)
+	startReplica(t, lab, 0, "e2e-lb", "198.18.100.0/24", "2001:db8:100::/120")
+	ns := namespace(t)
+	v4 := lab.NodeAddrs(netlab.IPv4)
+	v6 := lab.NodeAddrs(netlab.IPv6)
+
+	createService(t, ns, "web")
+	vip := waitVIPs(t, ns, "web", 1)[0]
+	waitRoute(t, lab, vip, v4...)
+	serveVIP(t, lab, vip)
+	answered := map[string]int{}
+	for range 30 {
+		body, err := lab.ClientGet(context.Background(), vipURL(vip))
+		if err != nil {
+			t.Fatalf("request to the VIP: %v", err)
+		}
+		answered[body]++
+	}
+	if len(answered) < 2 {
+		t.Errorf("30 requests were all answered by %v: no ECMP", answered)
+	}
+	t.Logf("requests per node: %v", answered)
+
+	t.Run("externalTrafficPolicy Local narrows the next hops", func(t *testing.T) {
+		createService(t, ns, "local", local)
+		lvip := waitVIPs(t, ns, "local", 1)[0]
+		endpointsOn(t, ns, "local", lab.NodeName(1))
+		waitRoute(t, lab, lvip, v4[1])
+		endpointsOn(t, ns, "local", lab.NodeName(0), lab.NodeName(2))
+		waitRoute(t, lab, lvip, v4[0], v4[2])
+	})
+	t.Run("dual-stack and IPv6", func(t *testing.T) {
+		createService(t, ns, "dual", dualStack)
+		ips := waitVIPs(t, ns, "dual", 2)
+		waitRoute(t, lab, ips[0], v4...)
+		waitRoute(t, lab, ips[1], v6...)
+		serveVIP(t, lab, ips[1])
+		if _, err := lab.ClientGet(context.Background(), vipURL(ips[1])); err != nil {
+			t.Errorf("request to the IPv6 VIP: %v", err)
+		}
+	})
+	t.Run("a NotReady node leaves, a deleted node too", func(t *testing.T) {
+		setReady(t, lab.NodeName(2), false)
+		waitRoute(t, lab, vip, v4[0], v4[1])
+		setReady(t, lab.NodeName(2), true)
+		waitRoute(t, lab, vip, v4...)
+		if err := client.CoreV1().Nodes().Delete(context.Background(), lab.NodeName(1), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitRoute(t, lab, vip, v4[0], v4[2])
+	})
+	t.Run("deleting the Service withdraws its route", func(t *testing.T) {
+		if err := client.CoreV1().Services(ns).Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitRoute(t, lab, vip)
+	})
+}
+
+// TestLeaderKillLosesNoRequest kills the leading replica with SIGKILL while a
+// client requests a VIP in a loop: every replica announces, so the router
+// keeps a path, and the new leader goes on allocating.
+func TestLeaderKillLosesNoRequest(t *testing.T) {
+	lab := netlab.New(t, netlab.Options{Nodes: 3, Speakers: 2})
+	registerLabNodes(t, lab)
+	a := startReplica(t, lab, 0, "e2e-kill", "198.18.110.0/24", "2001:db8:110::/120")
+	b := startReplica(t, lab, 1, "e2e-kill", "198.18.110.0/24", "2001:db8:110::/120")
+	ns := namespace(t)
+	v4 := lab.NodeAddrs(netlab.IPv4)
+	ctx := context.Background()
+	if err := lab.WaitEstablished(ctx, lab.SpeakerAddrs(netlab.IPv4)...); err != nil {
+		t.Fatalf("both replicas' sessions: %v", err)
+	}
+	createService(t, ns, "web")
+	vip := waitVIPs(t, ns, "web", 1)[0]
+	waitRoute(t, lab, vip, v4...)
+	serveVIP(t, lab, vip)
+
+	var sent, failed atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			if _, err := lab.ClientGet(rctx, vipURL(vip)); err != nil {
+				failed.Add(1)
+				t.Logf("request failed: %v", err)
+			}
+			cancel()
+			sent.Add(1)
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	time.Sleep(time.Second)
+	leader, follower := a, b
+	if leads(b.Log()) {
+		leader, follower = b, a
+	}
+	leader.Kill()
+	// The follower takes over and allocates for a new Service.
+	createService(t, ns, "after")
+	after := waitVIPs(t, ns, "after", 1)[0]
+	waitRoute(t, lab, after, v4...)
+	time.Sleep(2 * time.Second)
+	close(stop)
+	wg.Wait()
+	if !leads(follower.Log()) {
+		t.Errorf("the follower never led")
+	}
+	if got := waitVIPs(t, ns, "web", 1)[0]; got != vip {
+		t.Errorf("the Service's address changed over the failover: %s -> %s", vip, got)
+	}
+	t.Logf("%d requests during the failover, %d failed", sent.Load(), failed.Load())
+	if failed.Load() != 0 || sent.Load() < 50 {
+		t.Errorf("%d of %d requests failed", failed.Load(), sent.Load())
+	}
+}
