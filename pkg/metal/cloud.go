@@ -66,6 +66,7 @@ func New(cfg *config.CloudConfig) (*Cloud, error) {
 	}
 	c := &Cloud{lb: &lbState{alloc: ipam.New(st.pools)}}
 	c.state.Store(st)
+	registerMetrics(c)
 	return c, nil
 }
 

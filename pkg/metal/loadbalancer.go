@@ -174,11 +174,13 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Servic
 		var ips []netip.Addr
 		if ips, err = c.lb.alloc.Assign(req); err == nil {
 			c.setPending(req, false)
+			allocations.WithLabelValues("ok").Inc()
 			klog.FromContext(ctx).V(2).Info("Allocated LoadBalancer addresses", "service", klog.KObj(svc), "addresses", ips)
 			return ingress(ips), nil
 		}
 	}
 	reason := reasonFor(err)
+	allocations.WithLabelValues(reason).Inc()
 	c.setPending(req, reason == ReasonPoolExhausted)
 	c.serviceEventf(svc, v1.EventTypeWarning, reason, "%v", err)
 	return nil, fmt.Errorf("ensure load balancer %s: %w", serviceKey(svc), err)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,10 +21,13 @@ func TestLoadBalancerOverBGP(t *testing.T) {
 		t.Fatal(err)
 	}
 	registerLabNodes(t, lab)
-	startReplica(t, lab, 0, "e2e-lb", "198.18.100.0/24", "2001:db8:100::/120")
+	ccm := startReplica(t, lab, 0, "e2e-lb", "198.18.100.0/24", "2001:db8:100::/120")
 	ns := namespace(t)
 	v4 := lab.NodeAddrs(netlab.IPv4)
 	v6 := lab.NodeAddrs(netlab.IPv6)
+	if err := lab.WaitEstablished(context.Background(), lab.SpeakerAddrs(netlab.IPv4)[0], lab.SpeakerAddrs(netlab.IPv6)[0]); err != nil {
+		t.Fatalf("sessions: %v", err)
+	}
 
 	createService(t, ns, "web")
 	vip := waitVIPs(t, ns, "web", 1)[0]
@@ -41,6 +45,25 @@ func TestLoadBalancerOverBGP(t *testing.T) {
 		t.Errorf("30 requests were all answered by %v: no ECMP", answered)
 	}
 	t.Logf("requests per node: %v", answered)
+
+	t.Run("metrics", func(t *testing.T) {
+		m, err := cp.Metrics(context.Background(), ccm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{
+			`metal_ccm_bgp_session_up{peer="198.18.10.1",state="established"} 1`,
+			`metal_ccm_bgp_session_up{peer="2001:db8:10::1",state="established"} 1`,
+			`metal_ccm_bgp_announced_prefixes 1`,
+			`metal_ccm_pool_addresses{family="IPv4",pool="default"} 256`,
+			`metal_ccm_pool_addresses_used{family="IPv4",pool="default"} 1`,
+			`metal_ccm_allocations_total{result="ok"}`,
+		} {
+			if !strings.Contains(m, want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+	})
 
 	t.Run("externalTrafficPolicy Local narrows the next hops", func(t *testing.T) {
 		createService(t, ns, "local", local)

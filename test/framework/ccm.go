@@ -3,8 +3,11 @@ package framework
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -69,4 +72,28 @@ func (cp *ControlPlane) StartCCM(ctx context.Context, o CCMOptions) (*CCM, error
 		return nil, fmt.Errorf("start %s: %w", o.Name, err)
 	}
 	return c, nil
+}
+
+// Metrics fetches the replica's /metrics as the admin (the replica checks the
+// caller with the API server, as in a cluster).
+func (cp *ControlPlane) Metrics(ctx context.Context, c *CCM) (string, error) {
+	url := strings.TrimSuffix(c.HealthzURL, "/healthz") + "/metrics"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", fmt.Errorf("metrics: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+cp.adminToken)
+	resp, err := probe.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("metrics: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", fmt.Errorf("metrics: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("metrics: %s: %s", resp.Status, body)
+	}
+	return string(body), nil
 }

@@ -1,0 +1,75 @@
+package metal
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// Metrics of the metal provider, served on the manager's /metrics. Every
+// metric is listed in docs/metrics.md.
+const namespace = "metal_ccm"
+
+var (
+	allocations = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      namespace,
+		Name:           "allocations_total",
+		Help:           "LoadBalancer allocations by result: ok, or the Event reason of a refusal.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+
+	descPoolSize = metrics.NewDesc(namespace+"_pool_addresses",
+		"Addresses in a pool, by family (capped at 2^64-1). Reported by the leader.",
+		[]string{"pool", "family"}, nil, metrics.ALPHA, "")
+	descPoolUsed = metrics.NewDesc(namespace+"_pool_addresses_used",
+		"Addresses of a pool held by Services, by family. Reported by the leader.",
+		[]string{"pool", "family"}, nil, metrics.ALPHA, "")
+	descSession = metrics.NewDesc(namespace+"_bgp_session_up",
+		"1 when the BGP session to a peer is established, else 0. Reported by every replica.",
+		[]string{"peer", "state"}, nil, metrics.ALPHA, "")
+	descPrefixes = metrics.NewDesc(namespace+"_bgp_announced_prefixes",
+		"Prefixes this replica announces. Reported by every replica.",
+		nil, nil, metrics.ALPHA, "")
+
+	registerOnce sync.Once
+)
+
+// collector reads pool usage and speaker state at scrape time.
+type collector struct {
+	metrics.BaseStableCollector
+	cloud *Cloud
+}
+
+func (c *collector) DescribeWithStability(ch chan<- *metrics.Desc) {
+	for _, d := range []*metrics.Desc{descPoolSize, descPoolUsed, descSession, descPrefixes} {
+		ch <- d
+	}
+}
+
+func (c *collector) CollectWithStability(ch chan<- metrics.Metric) {
+	if c.cloud.lb.synced != nil {
+		for _, u := range c.cloud.lb.alloc.Usage() {
+			ch <- metrics.NewLazyConstMetric(descPoolSize, metrics.GaugeValue, float64(u.Size), u.Pool, u.Family.String())
+			ch <- metrics.NewLazyConstMetric(descPoolUsed, metrics.GaugeValue, float64(u.Used), u.Pool, u.Family.String())
+		}
+	}
+	if sp := c.cloud.speaker.Load(); sp != nil {
+		for _, p := range sp.PeerStates() {
+			up := 0.0
+			if p.State == "established" {
+				up = 1
+			}
+			ch <- metrics.NewLazyConstMetric(descSession, metrics.GaugeValue, up, p.Address.String(), p.State)
+		}
+		ch <- metrics.NewLazyConstMetric(descPrefixes, metrics.GaugeValue, float64(len(sp.Prefixes())))
+	}
+}
+
+// registerMetrics registers the provider's metrics once per process.
+func registerMetrics(c *Cloud) {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(allocations)
+		legacyregistry.CustomMustRegister(&collector{cloud: c})
+	})
+}
