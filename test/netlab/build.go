@@ -128,10 +128,19 @@ func (l *Lab) buildRouter() error {
 	if err := ipn(l.Router, "link", "add", bridgeName, "type", "bridge", "mcast_snooping", "0"); err != nil {
 		return err
 	}
+	// A bridge takes the lowest MAC of its ports unless its own is set, and
+	// a change flushes its neighbour entries, the permanent ones too: pin it.
+	mac, err := linkMAC(l.Router, bridgeName)
+	if err != nil {
+		return err
+	}
+	if err := ipn(l.Router, "link", "set", "dev", bridgeName, "address", mac); err != nil {
+		return err
+	}
 	if err := configureLink(l.Router, bridgeName, RouterAddr(IPv4), RouterAddr(IPv6)); err != nil {
 		return err
 	}
-	_, err := l.Exec(l.Router, "sysctl", "-q", "-w",
+	_, err = l.Exec(l.Router, "sysctl", "-q", "-w",
 		"net.ipv4.ip_forward=1",
 		"net.ipv6.conf.all.forwarding=1",
 		// Hash on ports too, so connections from the one client spread
@@ -152,7 +161,7 @@ func (l *Lab) buildNode(i int) error {
 	if err := configureLink(ns, nsLink, NodeAddr(IPv4, i), NodeAddr(IPv6, i)); err != nil {
 		return err
 	}
-	if err := l.staticNeighbor(ns, NodeAddr(IPv6, i), bridgeName); err != nil {
+	if err := l.staticNeighbors(ns, NodeAddr(IPv6, i), bridgeName, RouterAddr(IPv6)); err != nil {
 		return err
 	}
 	if err := ipn(ns, defaultRouteArgs(RouterAddr(IPv4))...); err != nil {
@@ -171,7 +180,7 @@ func (l *Lab) buildClient() error {
 	if err := configureLink(l.Client, nsLink, ClientAddr(IPv4), ClientAddr(IPv6)); err != nil {
 		return err
 	}
-	if err := l.staticNeighbor(l.Client, ClientAddr(IPv6), routerClient); err != nil {
+	if err := l.staticNeighbors(l.Client, ClientAddr(IPv6), routerClient, ClientGateway(IPv6)); err != nil {
 		return err
 	}
 	if err := ipn(l.Client, defaultRouteArgs(ClientGateway(IPv4))...); err != nil {
@@ -180,22 +189,39 @@ func (l *Lab) buildClient() error {
 	return ipn(l.Client, defaultRouteArgs(ClientGateway(IPv6))...)
 }
 
-// staticNeighbor gives the router a permanent neighbour entry on dev for the
-// IPv6 address a of namespace ns's lab link. Without link-local addresses the
-// kernel cannot send the neighbour solicitations of forwarded packets, so the
-// router learns its IPv6 neighbours this way.
-func (l *Lab) staticNeighbor(ns string, a netip.Addr, dev string) error {
-	out, err := output("ip", "-n", ns, "-j", "link", "show", "dev", nsLink)
+// staticNeighbors gives the router and namespace ns permanent IPv6
+// neighbour entries for each other: a (ns's address on its lab link) on the
+// router's dev, and the router's address gw on ns's link. Without link-local
+// addresses the kernel cannot solicit a neighbour for a packet whose source
+// is not on the outgoing link (a forwarded packet, or a reply from a VIP on
+// lo), so the lab states them.
+func (l *Lab) staticNeighbors(ns string, a netip.Addr, dev string, gw netip.Addr) error {
+	mac, err := linkMAC(ns, nsLink)
 	if err != nil {
 		return err
+	}
+	if err := ipn(l.Router, "-6", "neigh", "replace", a.String(), "lladdr", mac, "dev", dev, "nud", "permanent"); err != nil {
+		return err
+	}
+	if mac, err = linkMAC(l.Router, dev); err != nil {
+		return err
+	}
+	return ipn(ns, "-6", "neigh", "replace", gw.String(), "lladdr", mac, "dev", nsLink, "nud", "permanent")
+}
+
+// linkMAC is the MAC address of dev in ns.
+func linkMAC(ns, dev string) (string, error) {
+	out, err := output("ip", "-n", ns, "-j", "link", "show", "dev", dev)
+	if err != nil {
+		return "", err
 	}
 	var links []struct {
 		Address string `json:"address"`
 	}
 	if err := json.Unmarshal([]byte(out), &links); err != nil || len(links) != 1 || links[0].Address == "" {
-		return fmt.Errorf("MAC address of %s in %s: %q: %v", nsLink, ns, out, err)
+		return "", fmt.Errorf("MAC address of %s in %s: %q: %v", dev, ns, out, err)
 	}
-	return ipn(l.Router, "-6", "neigh", "replace", a.String(), "lladdr", links[0].Address, "dev", dev, "nud", "permanent")
+	return links[0].Address, nil
 }
 
 // buildHost attaches the host namespace to the node segment: a veth whose

@@ -107,15 +107,21 @@ func TestLab(t *testing.T) {
 
 	// A VIP on a node's lo, routed by hand (BIRD would remove a foreign
 	// route marked as its own).
-	vip := netip.MustParseAddr("198.18.30.1")
-	if err := l.AddLoopbackVIP(0, vip); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Exec(l.Router, "ip", "route", "add", "198.18.30.1/32", "via", NodeAddr(IPv4, 0).String()); err != nil {
-		t.Fatal(err)
-	}
-	if body, err := l.ClientGet(ctx, "http://198.18.30.1:8080/"); err != nil || body != "node0" {
-		t.Errorf("GET VIP = %q, %v; want node0", body, err)
+	for _, f := range []Family{IPv4, IPv6} {
+		vip := netip.MustParseAddr("198.18.30.1")
+		if f == IPv6 {
+			vip = netip.MustParseAddr("2001:db8:30::1")
+		}
+		if err := l.AddLoopbackVIP(0, vip); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Exec(l.Router, "ip", "route", "add", vip.String(), "via", NodeAddr(f, 0).String()); err != nil {
+			t.Fatal(err)
+		}
+		u := "http://" + netip.AddrPortFrom(vip, 8080).String() + "/"
+		if body, err := l.ClientGet(ctx, u); err != nil || body != "node0" {
+			t.Errorf("GET %s = %q, %v; want node0", u, body, err)
+		}
 	}
 	if _, err := l.ClientGet(ctx, "http://10.1.2.3/"); err == nil {
 		t.Error("GET outside the lab ranges: no error")

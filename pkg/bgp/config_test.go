@@ -1,0 +1,160 @@
+package bgp
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	routerID = netip.MustParseAddr("198.18.10.2")
+	peer4    = netip.MustParseAddr("198.18.10.1")
+	peer6    = netip.MustParseAddr("2001:db8:10::1")
+)
+
+func TestNewValidates(t *testing.T) {
+	ok := Peer{Address: peer4, ASN: 64500}
+	tests := []struct {
+		name string
+		cfg  Config
+		want string // "" = valid; else a part of the error
+	}{
+		{"minimal", Config{ASN: 64512, RouterID: routerID}, ""},
+		{"peers of both families", Config{ASN: 64512, RouterID: routerID, Peers: []Peer{ok, {
+			Address: peer6, ASN: 64500, Port: 1179, HoldTime: 3 * time.Second, Password: "pw",
+			GracefulRestart: true, RestartTime: 4095 * time.Second, LocalAddress: netip.MustParseAddr("2001:db8:10::2"),
+		}}}, ""},
+		{"no asn", Config{RouterID: routerID}, "asn must not be 0"},
+		{"no router id", Config{ASN: 1}, "routerID"},
+		{"ipv6 router id", Config{ASN: 1, RouterID: peer6}, "routerID"},
+		{"zero router id", Config{ASN: 1, RouterID: netip.IPv4Unspecified()}, "routerID"},
+		{"peer without address", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{ASN: 2}}}, "peers[0]: address"},
+		{"peer without asn", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: peer4}}}, "peers[0]: asn"},
+		{"duplicate peer", Config{ASN: 1, RouterID: routerID, Peers: []Peer{ok, ok}}, "peers[1]: duplicate address"},
+		{"hold time too short", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: peer4, ASN: 2, HoldTime: time.Second}}}, "holdTime"},
+		{"negative restart time", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: peer4, ASN: 2, RestartTime: -time.Second}}}, "restartTime"},
+		{"restart time too long", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: peer4, ASN: 2, RestartTime: time.Hour * 2}}}, "restartTime"},
+		{"local address of other family", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: peer4, ASN: 2, LocalAddress: peer6}}}, "localAddress"},
+		{"mapped address", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: netip.MustParseAddr("::ffff:198.18.10.1"), ASN: 2}}}, "IPv4-mapped"},
+		{"zoned address", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: netip.MustParseAddr("fe80::1%eth0"), ASN: 2}}}, "zone"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := New(tt.cfg)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("New: %v", err)
+			case tt.want != "" && err == nil:
+				t.Fatalf("New accepted an invalid config, want error with %q", tt.want)
+			case tt.want != "" && !strings.Contains(err.Error(), tt.want):
+				t.Fatalf("error %q lacks %q", err, tt.want)
+			case err != nil && strings.Contains(err.Error(), "pw"):
+				t.Fatalf("error shows the password: %v", err)
+			}
+			if s == nil {
+				return
+			}
+			for i, p := range s.cfg.Peers {
+				if p.Port == 0 || p.HoldTime == 0 || p.RestartTime == 0 {
+					t.Errorf("peer %d has no defaults: %+v", i, p)
+				}
+			}
+		})
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	s, err := New(Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: peer4, ASN: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := s.cfg.Peers[0]
+	if p.Port != 179 || p.HoldTime != 90*time.Second || p.RestartTime != 120*time.Second {
+		t.Errorf("defaults = %+v", p)
+	}
+	c := peerConfig(1, p)
+	if c.Timers.Config.HoldTime != 90 || c.Timers.Config.KeepaliveInterval != 30 || c.Transport.RemotePort != 179 {
+		t.Errorf("GoBGP peer config = %v", c)
+	}
+	if c.GracefulRestart != nil || len(c.AfiSafis) != 1 || c.AfiSafis[0].AddPaths.Config.SendMax != maxNextHops {
+		t.Errorf("GoBGP peer config = %v", c)
+	}
+}
+
+// TestSetPathsBeforeStart records paths without a running server and checks
+// the argument checks.
+func TestSetPathsBeforeStart(t *testing.T) {
+	ctx := context.Background()
+	s, err := New(Config{ASN: 1, RouterID: routerID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vip := netip.MustParsePrefix("198.18.30.1/32")
+	a, b := netip.MustParseAddr("198.18.10.12"), netip.MustParseAddr("198.18.10.11")
+	if err := s.SetPaths(ctx, vip, []netip.Addr{a, b, a}); err != nil {
+		t.Fatal(err)
+	}
+	got := s.Prefixes()
+	if len(got) != 1 || len(got[vip]) != 2 || got[vip][0] != b || got[vip][1] != a {
+		t.Errorf("Prefixes = %v", got)
+	}
+	got[vip][0] = a // a copy
+	if s.Prefixes()[vip][0] != b {
+		t.Error("Prefixes returned the speaker's own slice")
+	}
+	if err := s.SetPaths(ctx, vip, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Prefixes(); len(got) != 0 {
+		t.Errorf("after withdrawal Prefixes = %v", got)
+	}
+	for _, bad := range []struct {
+		prefix netip.Prefix
+		hops   []netip.Addr
+	}{
+		{netip.MustParsePrefix("198.18.30.0/24"), []netip.Addr{a}},
+		{netip.Prefix{}, []netip.Addr{a}},
+		{vip, []netip.Addr{peer6}},
+		{vip, []netip.Addr{{}}},
+		{netip.MustParsePrefix("2001:db8:30::1/128"), []netip.Addr{a}},
+	} {
+		if err := s.SetPaths(ctx, bad.prefix, bad.hops); err == nil {
+			t.Errorf("SetPaths(%v, %v) accepted", bad.prefix, bad.hops)
+		}
+	}
+	if got := s.PeerStates(); len(got) != 0 {
+		t.Errorf("PeerStates = %v", got)
+	}
+	s.Stop()
+	if err := s.Start(ctx); err == nil {
+		t.Error("Start after Stop succeeded")
+	}
+}
+
+func TestPathID(t *testing.T) {
+	a := netip.MustParseAddr("198.18.10.11")
+	if got := pathID(a, nil); got != 198<<24|18<<16|10<<8|11 {
+		t.Errorf("IPv4 path id = %d", got)
+	}
+	v6 := netip.MustParseAddr("2001:db8:10::11")
+	id := pathID(v6, nil)
+	if id == 0 || pathID(v6, nil) != id {
+		t.Errorf("IPv6 path id %d not stable or zero", id)
+	}
+	if got := pathID(v6, map[uint32]bool{id: true}); got == id || got == 0 {
+		t.Errorf("collision not avoided: %d", got)
+	}
+}
+
+func TestPeerStatesIdle(t *testing.T) {
+	s, err := New(Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: peer4, ASN: 2}, {Address: peer6, ASN: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s.PeerStates()
+	if len(got) != 2 || got[0].Address != peer4 || got[1].Address != peer6 || got[0].State != "idle" {
+		t.Errorf("PeerStates = %v", got)
+	}
+}
