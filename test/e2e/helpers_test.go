@@ -51,13 +51,35 @@ bgp:
 	return p
 }
 
+// startReplica starts replica i as the admin.
 func startReplica(t *testing.T, lab *netlab.Lab, i int, lease, pool4, pool6 string) *framework.CCM {
+	t.Helper()
+	return startReplicaAs(t, lab, i, "", lease, pool4, pool6)
+}
+
+// leastPrivilegeKubeconfig applies deploy/rbac.yaml and returns a kubeconfig
+// with only its ServiceAccount's token. Its Role allows one lease name:
+// cloud-controller-manager.
+func leastPrivilegeKubeconfig(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := cp.Kubectl(ctx, "apply", "-f", filepath.Join(framework.RepoRoot(), "deploy", "rbac.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := cp.ServiceAccountKubeconfig(ctx, "kube-system", "metal-cloud-controller-manager")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kc
+}
+
+func startReplicaAs(t *testing.T, lab *netlab.Lab, i int, kubeconfig, lease, pool4, pool6 string) *framework.CCM {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	name := fmt.Sprintf("ccm-%s-%d", strings.ToLower(t.Name()), i)
 	c, err := cp.StartCCM(ctx, framework.CCMOptions{
-		Name: name, CloudConfig: ccmConfig(t, lab, i, pool4, pool6),
+		Name: name, CloudConfig: ccmConfig(t, lab, i, pool4, pool6), Kubeconfig: kubeconfig,
 		Args: []string{"--leader-elect-resource-name", lease, "--leader-elect-lease-duration", "4s",
 			"--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms",
 			"--node-monitor-period", "1s"},

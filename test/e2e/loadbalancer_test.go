@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,7 +22,8 @@ func TestLoadBalancerOverBGP(t *testing.T) {
 		t.Fatal(err)
 	}
 	registerLabNodes(t, lab)
-	ccm := startReplica(t, lab, 0, "e2e-lb", "198.18.100.0/24", "2001:db8:100::/120")
+	// This replica runs with nothing but deploy/'s least-privilege roles.
+	ccm := startReplicaAs(t, lab, 0, leastPrivilegeKubeconfig(t), "cloud-controller-manager", "198.18.100.0/24", "2001:db8:100::/120")
 	ns := namespace(t)
 	v4 := lab.NodeAddrs(netlab.IPv4)
 	v6 := lab.NodeAddrs(netlab.IPv6)
@@ -99,6 +101,9 @@ func TestLoadBalancerOverBGP(t *testing.T) {
 		}
 		waitRoute(t, lab, vip)
 	})
+	if f := regexp.MustCompile(`(?i).*forbidden.*`).FindAllString(ccm.Log(), 5); len(f) > 0 {
+		t.Errorf("deploy/'s ClusterRole refused the CCM something:\n%v", f)
+	}
 }
 
 // TestLeaderKillLosesNoRequest kills the leading replica with SIGKILL while a
