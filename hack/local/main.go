@@ -20,20 +20,23 @@ import (
 	"syscall"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/metal-ccm/metal-ccm/test/framework"
+	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
 
 // nodes registered by `up`: name and kubelet --node-ip.
+// Their addresses are those of the router lab's node namespaces (netlab).
 var nodes = []struct{ name, ip string }{
-	{"node-1", "198.18.1.11"},
-	{"node-2", "198.18.1.12"},
-	{"node-3", "198.18.2.13"},
-	{"node-4", "198.18.2.14"}, // not in the inventory: discovered
+	{"node-1", "198.18.10.11,2001:db8:10::11"},
+	{"node-2", "198.18.10.12,2001:db8:10::12"},
+	{"node-3", "198.18.10.13,2001:db8:10::13"},
+	{"node-4", "198.18.10.14,2001:db8:10::14"}, // not in the inventory: discovered
 }
 
 func main() {
@@ -76,9 +79,29 @@ func up(root, dir string, detach bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	cloudConfig := filepath.Join(root, "hack", "local", "cloud-config.yaml")
+	var lab *netlab.Lab
+	switch err := netlab.Available(); {
+	case err != nil:
+		fmt.Printf("No BGP router: %v. LoadBalancer Services get addresses, nothing announces them.\n", err)
+	case detach:
+		fmt.Println("No BGP router: it runs only in the foreground (make run, as root).")
+	default:
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+		fmt.Println("Starting a BIRD router, 4 node namespaces and a client namespace ...")
+		if lab, cloudConfig, err = startRouter(dir, cloudConfig); err != nil {
+			return err
+		}
+	}
+
 	fmt.Println("Starting etcd, kube-apiserver and kube-controller-manager on 127.0.0.1 ...")
 	cp, err := framework.StartControlPlane(ctx, framework.Options{Dir: dir, Detach: detach, KCM: true})
 	if err != nil {
+		if lab != nil {
+			_ = lab.Close()
+		}
 		return err
 	}
 	var procs []*framework.Process
@@ -87,11 +110,15 @@ func up(root, dir string, detach bool) error {
 			procs[i].Stop(5 * time.Second)
 		}
 		cp.Stop()
+		if lab != nil {
+			if err := lab.Close(); err != nil {
+				fmt.Printf("router lab: %v\n", err)
+			}
+		}
 		_ = os.Remove(pidFile(dir))
 	}
 	ccm, err := cp.StartCCM(ctx, framework.CCMOptions{
-		Name: "metal-cloud-controller-manager", Detach: detach,
-		CloudConfig: filepath.Join(root, "hack", "local", "cloud-config.yaml"),
+		Name: "metal-cloud-controller-manager", Detach: detach, CloudConfig: cloudConfig,
 	})
 	if err != nil {
 		cleanup()
@@ -116,6 +143,16 @@ func up(root, dir string, detach bool) error {
 	fmt.Printf("\nKubeconfig: %s\n  export KUBECONFIG=%s\n  %s get nodes -L topology.kubernetes.io/zone,node.kubernetes.io/instance-type\n",
 		cp.AdminKubeconfig, cp.AdminKubeconfig, filepath.Join(framework.BinDir(), "kubectl"))
 	fmt.Printf("Logs: %s\n", filepath.Join(dir, "logs"))
+	if err := demoService(ctx, cs); err != nil {
+		cleanup()
+		return err
+	}
+	if lab != nil {
+		go serveVIPs(ctx, lab, cs)
+		fmt.Printf("\nBGP router: namespace %s (birdc -s %s show route)\n", lab.Router, lab.BirdSocket())
+		fmt.Printf("Client: namespace %s. Try:\n  ip netns exec %s curl http://<EXTERNAL-IP>/\n  ip -n %s route show proto bird\n",
+			lab.Client, lab.Client, lab.Router)
+	}
 	if detach {
 		fmt.Println("\nDetached. Stop it with hack/local-down.sh.")
 		return nil
@@ -134,7 +171,7 @@ func up(root, dir string, detach bool) error {
 
 func registerNodes(ctx context.Context, cs kubernetes.Interface) error {
 	for _, n := range nodes {
-		if _, err := framework.RegisterNode(ctx, cs, n.name, true, n.ip); err != nil {
+		if _, err := framework.RegisterNode(ctx, cs, n.name, true, strings.Split(n.ip, ",")...); err != nil {
 			return err
 		}
 		fmt.Printf("Registered node %s (kubelet --node-ip=%s) with taint %s\n", n.name, n.ip, cloudproviderapi.TaintExternalCloudProvider)
@@ -157,6 +194,26 @@ func registerNodes(ctx context.Context, cs kubernetes.Interface) error {
 			fmt.Printf("%-8s %-30s %-10s %-12s %s\n", n.Name, n.Spec.ProviderID, n.Labels["topology.kubernetes.io/region"],
 				n.Labels["topology.kubernetes.io/zone"], n.Labels["node.kubernetes.io/instance-type"])
 		}
+		return true, nil
+	})
+}
+
+// demoService creates a LoadBalancer Service and prints its address.
+func demoService(ctx context.Context, cs kubernetes.Interface) error {
+	svc := &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo"},
+		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "demo"},
+			Ports: []v1.ServicePort{{Name: "http", Port: 80}}},
+	}
+	if _, err := cs.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create demo Service: %w", err)
+	}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		s, err := cs.CoreV1().Services("default").Get(ctx, "demo", metav1.GetOptions{})
+		if err != nil || len(s.Status.LoadBalancer.Ingress) == 0 {
+			return false, nil //nolint:nilerr // keep polling
+		}
+		fmt.Printf("\nLoadBalancer Service default/demo got EXTERNAL-IP %s\n", s.Status.LoadBalancer.Ingress[0].IP)
 		return true, nil
 	})
 }

@@ -200,7 +200,10 @@ func (cp *ControlPlane) StartKCM(ctx context.Context, o Options) error {
 		"--service-cluster-ip-range", o.ServiceCIDR,
 		"--service-account-private-key-file", filepath.Join(cp.Dir, "pki", "sa.key"),
 		"--root-ca-file", cp.caFile,
-		"--leader-elect=false")
+		"--leader-elect=false",
+		// No kubelet posts node status here: without this the nodes would
+		// turn NotReady after the grace period.
+		"--controllers", "*,-node-lifecycle-controller")
 	if err != nil {
 		return err
 	}
