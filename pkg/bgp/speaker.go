@@ -17,6 +17,10 @@ import (
 	"k8s.io/klog/v2"
 )
 
+// grDeferral is how long a restarting speaker waits for the router's
+// End-of-RIB before it sends its routes anyway.
+const grDeferral = 10 * time.Second
+
 // connectRetry is how often a speaker re-dials a peer it has no session
 // with (GoBGP waits between one and two times this).
 const connectRetry = 5 * time.Second
@@ -26,9 +30,13 @@ const connectRetry = 5 * time.Second
 type Speaker struct {
 	cfg Config
 
-	mu      sync.Mutex
-	paths   map[netip.Prefix]map[netip.Addr]uint32 // prefix → next hop → path identifier
-	srv     *server.BgpServer                      // set while running
+	mu    sync.Mutex
+	paths map[netip.Prefix]map[netip.Addr]uint32 // prefix → next hop → path identifier
+	// servers, while running, has one GoBGP server per peer (by index in
+	// cfg.Peers): GoBGP's graceful-restart state is per server, and a
+	// shared one would let the first peer to finish the restart end it
+	// for the others (whose routers would then flush the kept routes).
+	servers []*server.BgpServer
 	started bool
 	stopped bool
 	stop    chan struct{} // closed by Stop
@@ -76,14 +84,11 @@ func (s *Speaker) Start(ctx context.Context) error {
 	defer close(s.done)
 
 	logger := klog.FromContext(ctx)
-	srv, err := s.startServer(ctx, logger)
-	if err != nil {
-		return err
-	}
 	watchCtx, cancelWatch := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWatch()
-	if err := srv.WatchEvent(watchCtx, &api.WatchEventRequest{Peer: &api.WatchEventRequest_Peer{}}, peerStateLogger(logger)); err != nil {
-		logger.Error(err, "Cannot watch BGP session states; they will not be logged")
+	servers, err := s.startServers(ctx, watchCtx, logger)
+	if err != nil {
+		return err
 	}
 	logger.Info("BGP speaker started", "asn", s.cfg.ASN, "routerID", s.cfg.RouterID, "peers", len(s.cfg.Peers))
 
@@ -92,15 +97,32 @@ func (s *Speaker) Start(ctx context.Context) error {
 	case <-s.stop:
 	}
 	s.mu.Lock()
-	s.srv = nil
+	s.servers = nil
 	s.mu.Unlock()
-	srv.Stop()
+	stopAll(servers)
 	logger.Info("BGP speaker stopped")
 	return nil
 }
 
-// startServer starts GoBGP, adds the paths and then the peers.
-func (s *Speaker) startServer(ctx context.Context, logger logr.Logger) (*server.BgpServer, error) {
+// startServers starts one GoBGP server per peer, each with the paths of its
+// peer's family added before the peer.
+func (s *Speaker) startServers(ctx, watchCtx context.Context, logger logr.Logger) ([]*server.BgpServer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	servers := make([]*server.BgpServer, 0, len(s.cfg.Peers))
+	for _, p := range s.cfg.Peers {
+		srv, err := s.startServer(ctx, watchCtx, logger, p)
+		if err != nil {
+			stopAll(servers)
+			return nil, fmt.Errorf("bgp start: peer %s: %w", p.Address, err)
+		}
+		servers = append(servers, srv)
+	}
+	s.servers = servers
+	return servers, nil
+}
+
+func (s *Speaker) startServer(ctx, watchCtx context.Context, logger logr.Logger, p Peer) (*server.BgpServer, error) {
 	srv := server.NewBgpServer(server.LoggerOption(newGoBGPLogger(logger)))
 	// GoBGP v3 has no way to end Serve: its goroutine outlives Stop, idle.
 	go srv.Serve()
@@ -110,31 +132,45 @@ func (s *Speaker) startServer(ctx context.Context, logger logr.Logger) (*server.
 		ListenPort: -1, // dial only: no listener, no privileges
 	}})
 	if err != nil {
-		return nil, fmt.Errorf("bgp start: %w", err)
+		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	err = func() error {
 		for prefix, hops := range s.paths {
+			if prefix.Addr().Is4() != p.Address.Is4() {
+				continue
+			}
 			for nh, id := range hops {
 				if err := addPath(ctx, srv, prefix, nh, id); err != nil {
 					return err
 				}
 			}
 		}
-		for _, p := range s.cfg.Peers {
-			if err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(s.cfg.ASN, p)}); err != nil {
-				return fmt.Errorf("add peer %s: %w", p.Address, err)
-			}
+		if err := srv.WatchEvent(watchCtx, &api.WatchEventRequest{Peer: &api.WatchEventRequest_Peer{}}, peerStateLogger(logger)); err != nil {
+			return fmt.Errorf("watch session state: %w", err)
+		}
+		if err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(s.cfg.ASN, p)}); err != nil {
+			return fmt.Errorf("add peer: %w", err)
 		}
 		return nil
 	}()
 	if err != nil {
 		srv.Stop()
-		return nil, fmt.Errorf("bgp start: %w", err)
+		return nil, err
 	}
-	s.srv = srv
 	return srv, nil
+}
+
+// stopAll stops GoBGP servers, each closing its session with a Cease.
+func stopAll(servers []*server.BgpServer) {
+	var wg sync.WaitGroup
+	for _, srv := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			srv.Stop()
+		}()
+	}
+	wg.Wait()
 }
 
 // Stop closes the sessions and makes Start return; it waits for that. It is
@@ -185,8 +221,8 @@ func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []
 			used[id] = true
 		}
 		id := pathID(nh, used)
-		if s.srv != nil {
-			if err := addPath(ctx, s.srv, prefix, nh, id); err != nil {
+		for _, srv := range s.serversOf(prefix) {
+			if err := addPath(ctx, srv, prefix, nh, id); err != nil {
 				return fmt.Errorf("bgp set paths: %w", err)
 			}
 		}
@@ -197,8 +233,8 @@ func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []
 		if slices.Contains(hops, nh) {
 			continue
 		}
-		if s.srv != nil {
-			if err := deletePath(ctx, s.srv, prefix, nh, id); err != nil {
+		for _, srv := range s.serversOf(prefix) {
+			if err := deletePath(ctx, srv, prefix, nh, id); err != nil {
 				return fmt.Errorf("bgp set paths: %w", err)
 			}
 		}
@@ -207,9 +243,22 @@ func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []
 	}
 	if added+withdrawn > 0 {
 		klog.FromContext(ctx).V(2).Info("BGP paths changed", "prefix", prefix, "nextHops", hops,
-			"added", added, "withdrawn", withdrawn, "running", s.srv != nil)
+			"added", added, "withdrawn", withdrawn, "running", s.servers != nil)
 	}
 	return nil
+}
+
+// serversOf are the running servers whose peer carries prefix's family; the
+// caller holds s.mu. Adding and withdrawing are idempotent in GoBGP, so a
+// retry after a partial failure is safe.
+func (s *Speaker) serversOf(prefix netip.Prefix) []*server.BgpServer {
+	var out []*server.BgpServer
+	for i, srv := range s.servers {
+		if s.cfg.Peers[i].Address.Is4() == prefix.Addr().Is4() {
+			out = append(out, srv)
+		}
+	}
+	return out
 }
 
 func addPath(ctx context.Context, srv *server.BgpServer, prefix netip.Prefix, nh netip.Addr, id uint32) error {
@@ -250,10 +299,10 @@ func (s *Speaker) Prefixes() map[netip.Prefix][]netip.Addr {
 // order of Config.Peers; "idle" when the speaker is not running.
 func (s *Speaker) PeerStates() []PeerState {
 	s.mu.Lock()
-	srv := s.srv
+	servers := s.servers
 	s.mu.Unlock()
 	found := map[netip.Addr]PeerState{}
-	if srv != nil {
+	for _, srv := range servers {
 		_ = srv.ListPeer(context.Background(), &api.ListPeerRequest{}, func(p *api.Peer) {
 			if st, ok := peerState(p); ok {
 				found[st.Address] = st
@@ -345,7 +394,18 @@ func peerConfig(localASN uint32, p Peer) *api.Peer {
 		peer.Transport.LocalAddress = p.LocalAddress.String()
 	}
 	if p.GracefulRestart {
-		peer.GracefulRestart = &api.GracefulRestart{Enabled: true, RestartTime: uint32(p.RestartTime / time.Second)}
+		// Every start counts as a restart (the speaker cannot tell): the
+		// OPEN says so and that forwarding was kept, so a router that
+		// holds the routes of the previous session keeps them until this
+		// session's End-of-RIB, instead of flushing them when it comes up.
+		// GoBGP then sends its routes once the router's End-of-RIB came,
+		// or after the deferral time.
+		peer.GracefulRestart = &api.GracefulRestart{
+			Enabled:         true,
+			RestartTime:     uint32(p.RestartTime / time.Second),
+			LocalRestarting: true,
+			DeferralTime:    uint32(grDeferral / time.Second),
+		}
 		af.MpGracefulRestart = &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}
 	}
 	return peer
