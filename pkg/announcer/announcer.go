@@ -9,6 +9,7 @@ import (
 	"context"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,10 +33,20 @@ type PathSetter interface {
 // provider's class).
 type Filter func(*v1.Service) bool
 
+// Options of an announcer.
+type Options struct {
+	// PodRoutes announces each node's spec.podCIDRs with the node as next hop.
+	PodRoutes bool
+	// PodNextHop is the node address type used as pod routes' next hop;
+	// default InternalIP.
+	PodNextHop v1.NodeAddressType
+}
+
 // Announcer keeps the speaker's paths equal to what the cluster shows.
 type Announcer struct {
 	speaker  PathSetter
 	serves   Filter
+	opts     Options
 	services corelisters.ServiceLister
 	nodes    corelisters.NodeLister
 	slices   discoverylisters.EndpointSliceLister
@@ -52,15 +63,21 @@ type Announcer struct {
 	applied   map[netip.Prefix][]netip.Addr            // what the speaker has
 	eligible  map[string]nodeHops                      // node name -> next hops
 	retryNext map[netip.Prefix]bool                    // prefixes whose SetPaths failed
+
+	podApplied map[string]map[netip.Prefix]netip.Addr // node -> its announced pod routes (under mu)
 }
 
 type nodeHops struct{ v4, v6 netip.Addr }
 
 // New builds an announcer over factory's informers. Start the factory after.
-func New(factory informers.SharedInformerFactory, speaker PathSetter, serves Filter) *Announcer {
+func New(factory informers.SharedInformerFactory, speaker PathSetter, serves Filter, opts Options) *Announcer {
+	if opts.PodNextHop == "" {
+		opts.PodNextHop = v1.NodeInternalIP
+	}
 	a := &Announcer{
 		speaker:   speaker,
 		serves:    serves,
+		opts:      opts,
 		services:  factory.Core().V1().Services().Lister(),
 		nodes:     factory.Core().V1().Nodes().Lister(),
 		slices:    factory.Discovery().V1().EndpointSlices().Lister(),
@@ -84,7 +101,7 @@ func New(factory informers.SharedInformerFactory, speaker PathSetter, serves Fil
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*v1.Node)
 			c, ok2 := cur.(*v1.Node)
-			if !ok1 || !ok2 || hopsOf(o) != hopsOf(c) {
+			if !ok1 || !ok2 || hopsOf(o) != hopsOf(c) || (a.opts.PodRoutes && !podRoutesEqual(o, c)) {
 				a.nodesChanged()
 			}
 		},
@@ -188,6 +205,9 @@ func (a *Announcer) sync(ctx context.Context) bool {
 
 	if nodesDirty || a.eligible == nil {
 		a.eligible = a.eligibleNodes()
+		if a.opts.PodRoutes {
+			a.nodeRoutesDirty(dirty)
+		}
 		for key := range a.contrib {
 			dirty[key] = true
 		}
@@ -257,11 +277,39 @@ func (a *Announcer) sync(ctx context.Context) bool {
 		}
 		a.mu.Unlock()
 	}
+	if a.opts.PodRoutes {
+		a.recordPodRoutes()
+	}
 	return len(a.retryNext) > 0
 }
 
-// contribution computes a Service's prefixes and their next hops.
+// recordPodRoutes notes which nodes' pod routes the speaker has, for NodeRoutes.
+func (a *Announcer) recordPodRoutes() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.podApplied = map[string]map[netip.Prefix]netip.Addr{}
+	for key, c := range a.contrib {
+		name, ok := strings.CutPrefix(key, nodeKeyPrefix)
+		if !ok {
+			continue
+		}
+		for p, hops := range c {
+			if len(hops) == 1 && slices.Contains(a.applied[p], hops[0]) {
+				if a.podApplied[name] == nil {
+					a.podApplied[name] = map[netip.Prefix]netip.Addr{}
+				}
+				a.podApplied[name][p] = hops[0]
+			}
+		}
+	}
+}
+
+// contribution computes the prefixes and next hops of a Service, or of a
+// node's pod CIDRs (key "node:NAME").
 func (a *Announcer) contribution(key string) map[netip.Prefix][]netip.Addr {
+	if name, ok := strings.CutPrefix(key, nodeKeyPrefix); ok {
+		return a.podRoutes(name)
+	}
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return nil

@@ -88,7 +88,7 @@ func TestAnnouncements(t *testing.T) {
 	f := informers.NewSharedInformerFactory(cs, 0)
 	a := New(f, sp, func(s *v1.Service) bool {
 		return s.Spec.Type == v1.ServiceTypeLoadBalancer && s.Spec.LoadBalancerClass == nil
-	})
+	}, Options{})
 	f.Start(ctx.Done())
 	go a.Run(ctx)
 
@@ -157,7 +157,7 @@ func TestSharedAddressIsTheUnionOfItsServices(t *testing.T) {
 	)
 	sp := &fakeSpeaker{paths: map[netip.Prefix][]netip.Addr{}}
 	f := informers.NewSharedInformerFactory(cs, 0)
-	an := New(f, sp, func(*v1.Service) bool { return true })
+	an := New(f, sp, func(*v1.Service) bool { return true }, Options{})
 	f.Start(ctx.Done())
 	go an.Run(ctx)
 	eventually(t, "union", func() bool { return sp.get("198.18.100.3/32") == "[198.18.10.11 198.18.10.12]" })
@@ -165,4 +165,33 @@ func TestSharedAddressIsTheUnionOfItsServices(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "one left", func() bool { return sp.get("198.18.100.3/32") == "[198.18.10.12]" })
+}
+
+func TestPodRoutes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n1 := node("n1", true, "198.18.10.11", "2001:db8:10::11")
+	n1.Spec.PodCIDRs = []string{"198.19.1.0/24", "2001:db8:101::/64"}
+	n2 := node("n2", false, "198.18.10.12")
+	n2.Spec.PodCIDRs = []string{"198.19.2.0/24", "2001:db8:102::/64"} // no IPv6 address: no IPv6 route
+	cs := fake.NewClientset(n1, n2)
+	sp := &fakeSpeaker{paths: map[netip.Prefix][]netip.Addr{}}
+	f := informers.NewSharedInformerFactory(cs, 0)
+	an := New(f, sp, func(*v1.Service) bool { return true }, Options{PodRoutes: true})
+	f.Start(ctx.Done())
+	go an.Run(ctx)
+	eventually(t, "pod routes", func() bool {
+		return sp.get("198.19.1.0/24") == "[198.18.10.11]" && sp.get("2001:db8:101::/64") == "[2001:db8:10::11]" &&
+			sp.get("198.19.2.0/24") == "[198.18.10.12]"
+	})
+	if got := sp.get("2001:db8:102::/64"); got != "[]" {
+		t.Errorf("route without a next hop: %s", got)
+	}
+	eventually(t, "NodeRoutes", func() bool { return len(an.NodeRoutes()) == 3 })
+	if err := cs.CoreV1().Nodes().Delete(ctx, "n1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "withdrawn with the node", func() bool {
+		return sp.get("198.19.1.0/24") == "[]" && sp.get("2001:db8:101::/64") == "[]" && len(an.NodeRoutes()) == 1
+	})
 }

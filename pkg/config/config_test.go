@@ -25,7 +25,7 @@ func TestDefaults(t *testing.T) {
 				DefaultInstanceType: "metal",
 				Discovery:           Discovery{Policy: DiscoveryAccept},
 				PowerState:          PowerState{Source: "none"},
-			}},
+			}, Routes: Routes{NextHopAddressType: "InternalIP"}},
 		},
 		{
 			name: "machine id and instance type",
@@ -38,7 +38,7 @@ func TestDefaults(t *testing.T) {
 					{Name: "n1", ID: "n1", InstanceType: "small"},
 					{Name: "n2", ID: "rack1-2", InstanceType: "big"},
 				},
-			}},
+			}, Routes: Routes{NextHopAddressType: "InternalIP"}},
 		},
 		{
 			name: "explicit values are kept",
@@ -47,7 +47,7 @@ func TestDefaults(t *testing.T) {
 				DefaultInstanceType: "metal",
 				Discovery:           Discovery{Policy: DiscoveryReject},
 				PowerState:          PowerState{Source: "none"},
-			}},
+			}, Routes: Routes{NextHopAddressType: "InternalIP"}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -223,5 +223,34 @@ func TestBGPDefaults(t *testing.T) {
 	}
 	if !*c.LoadBalancer.Pools[0].AutoAssign {
 		t.Error("autoAssign default is not true")
+	}
+}
+
+func TestRoutesValidation(t *testing.T) {
+	_, err := Parse([]byte(header + `routes:
+  enabled: true
+  nextHopAddressType: Hostname
+  clusterCIDRs: [198.19.0.1/16]
+`))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, w := range []string{
+		`routes.nextHopAddressType: Unsupported value: "Hostname"`,
+		`routes.clusterCIDRs[0]: Invalid value: "198.19.0.1/16"`,
+		`bgp.peers: Required value: routes.enabled needs at least one BGP peer`,
+	} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %q:\n%v", w, err)
+		}
+	}
+	_, err = Parse([]byte(header + `routes: {enabled: true}
+bgp:
+  asn: 64512
+  peers:
+  - {address: 198.18.10.1, asn: 64500, podRoutes: false}
+`))
+	if err == nil || !strings.Contains(err.Error(), "routes.clusterCIDRs: Required value") {
+		t.Errorf("podRoutes false without clusterCIDRs: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -38,6 +39,9 @@ func (c *CloudConfig) Default() {
 			m.InstanceType = n.DefaultInstanceType
 		}
 	}
+	if c.Routes.NextHopAddressType == "" {
+		c.Routes.NextHopAddressType = v1.NodeInternalIP
+	}
 	for i := range c.LoadBalancer.Pools {
 		p := &c.LoadBalancer.Pools[i]
 		if p.AutoAssign == nil {
@@ -57,6 +61,9 @@ func (c *CloudConfig) Default() {
 		}
 		if p.GracefulRestart.Enabled == nil {
 			p.GracefulRestart.Enabled = ptr.To(true)
+		}
+		if p.PodRoutes == nil {
+			p.PodRoutes = ptr.To(true)
 		}
 		if p.GracefulRestart.RestartTime == nil {
 			p.GracefulRestart.RestartTime = &metav1.Duration{Duration: DefaultRestartTime}

@@ -26,6 +26,22 @@ type CloudConfig struct {
 	LoadBalancer LoadBalancer `json:"loadBalancer"`
 	// BGP configures the embedded BGP speaker that announces LoadBalancer IPs.
 	BGP BGP `json:"bgp"`
+	// Routes configures pod network routes (the Routes interface).
+	Routes Routes `json:"routes"`
+}
+
+// Routes configures the announcement of each node's pod CIDRs over BGP, so
+// that the network routes pod traffic without an overlay.
+type Routes struct {
+	// Enabled offers the Routes interface to the route controller (which also
+	// needs --cluster-cidr and --configure-cloud-routes). Default: false.
+	Enabled bool `json:"enabled,omitempty"`
+	// NextHopAddressType is the node address used as next hop, of the pod
+	// CIDR's family: InternalIP or ExternalIP. Default: InternalIP.
+	NextHopAddressType v1.NodeAddressType `json:"nextHopAddressType,omitempty"`
+	// ClusterCIDRs cover every pod CIDR; peers with podRoutes false are sent
+	// nothing inside them. Required when a peer has podRoutes false.
+	ClusterCIDRs []string `json:"clusterCIDRs,omitempty"`
 }
 
 // LoadBalancer configures LoadBalancer Services.
@@ -80,6 +96,9 @@ type BGPPeer struct {
 	// GracefulRestart keeps the router forwarding to announced addresses while
 	// the speaker restarts. Default: enabled, restart time 120s.
 	GracefulRestart *GracefulRestart `json:"gracefulRestart,omitempty"`
+	// PodRoutes sends this peer the pod CIDR routes (when routes.enabled).
+	// Default: true.
+	PodRoutes *bool `json:"podRoutes,omitempty"`
 }
 
 // GracefulRestart configures BGP graceful restart (RFC 4724) for a peer.

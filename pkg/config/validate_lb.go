@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -106,6 +107,33 @@ func (b *BGP) validate(p *field.Path) field.ErrorList {
 		if gr := peer.GracefulRestart; gr != nil && gr.RestartTime != nil &&
 			(gr.RestartTime.Duration < time.Second || gr.RestartTime.Duration > 4095*time.Second) {
 			errs = append(errs, field.Invalid(pp.Child("gracefulRestart", "restartTime"), gr.RestartTime.Duration.String(), "must be from 1s to 4095s"))
+		}
+	}
+	return errs
+}
+
+func (r *Routes) validate(p *field.Path, b *BGP) field.ErrorList {
+	var errs field.ErrorList
+	if r.NextHopAddressType != v1.NodeInternalIP && r.NextHopAddressType != v1.NodeExternalIP {
+		errs = append(errs, field.NotSupported(p.Child("nextHopAddressType"), r.NextHopAddressType,
+			[]v1.NodeAddressType{v1.NodeInternalIP, v1.NodeExternalIP}))
+	}
+	for i, c := range r.ClusterCIDRs {
+		if _, err := ParsePrefix(c); err != nil {
+			errs = append(errs, field.Invalid(p.Child("clusterCIDRs").Index(i), c, err.Error()))
+		}
+	}
+	if !r.Enabled {
+		return errs
+	}
+	if len(b.Peers) == 0 {
+		errs = append(errs, field.Required(field.NewPath("bgp", "peers"), "routes.enabled needs at least one BGP peer"))
+	}
+	for i, peer := range b.Peers {
+		if peer.PodRoutes != nil && !*peer.PodRoutes && len(r.ClusterCIDRs) == 0 {
+			errs = append(errs, field.Required(p.Child("clusterCIDRs"),
+				fmt.Sprintf("bgp.peers[%d].podRoutes is false: the cluster CIDRs tell what not to send it", i)))
+			break
 		}
 	}
 	return errs

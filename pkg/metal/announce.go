@@ -46,7 +46,11 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) 
 	}()
 	c.speaker.Store(speaker)
 	factory := informers.NewSharedInformerFactory(cs, 0)
-	ann := announcer.New(factory, speaker, wantsLoadBalancer)
+	ann := announcer.New(factory, speaker, wantsLoadBalancer, announcer.Options{
+		PodRoutes:  cfg.Routes.Enabled,
+		PodNextHop: cfg.Routes.NextHopAddressType,
+	})
+	c.announcer.Store(ann)
 	factory.Start(ctx.Done())
 	go ann.Run(ctx)
 	return nil

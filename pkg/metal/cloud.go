@@ -17,6 +17,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
+	"github.com/metal-ccm/metal-ccm/pkg/announcer"
 	"github.com/metal-ccm/metal-ccm/pkg/bgp"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/ipam"
@@ -41,11 +42,12 @@ func init() {
 
 // Cloud is the metal provider. Its methods are safe for concurrent use.
 type Cloud struct {
-	state    atomic.Pointer[state]
-	recorder atomic.Pointer[record.EventRecorder]
-	client   atomic.Pointer[clientHolder]
-	lb       *lbState
-	speaker  atomic.Pointer[bgp.Speaker]
+	state     atomic.Pointer[state]
+	recorder  atomic.Pointer[record.EventRecorder]
+	client    atomic.Pointer[clientHolder]
+	lb        *lbState
+	speaker   atomic.Pointer[bgp.Speaker]
+	announcer atomic.Pointer[announcer.Announcer]
 }
 
 // state is everything derived from one config, swapped as a whole.
@@ -159,9 +161,6 @@ func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
 
 // Clusters is not offered.
 func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
-
-// Routes is not offered yet.
-func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
 
 // ProviderName returns "metal".
 func (c *Cloud) ProviderName() string { return ProviderName }
