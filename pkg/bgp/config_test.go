@@ -114,7 +114,7 @@ func TestSetPathsBeforeStart(t *testing.T) {
 		prefix netip.Prefix
 		hops   []netip.Addr
 	}{
-		{netip.MustParsePrefix("198.18.30.0/24"), []netip.Addr{a}},
+		{netip.MustParsePrefix("198.18.30.1/24"), []netip.Addr{a}}, // not canonical
 		{netip.Prefix{}, []netip.Addr{a}},
 		{vip, []netip.Addr{peer6}},
 		{vip, []netip.Addr{{}}},

@@ -18,8 +18,8 @@ const maxNextHops = 255
 // checkPaths validates a SetPaths call and returns the next hops sorted and
 // without duplicates.
 func checkPaths(prefix netip.Prefix, nextHops []netip.Addr) ([]netip.Addr, error) {
-	if !prefix.IsValid() || prefix.Bits() != prefix.Addr().BitLen() || prefix.Addr().Zone() != "" || prefix.Addr().Is4In6() {
-		return nil, fmt.Errorf("prefix %s must be a /32 or /128 host prefix", prefix)
+	if !prefix.IsValid() || prefix.Masked() != prefix || prefix.Addr().Zone() != "" || prefix.Addr().Is4In6() {
+		return nil, fmt.Errorf("prefix %s must be a canonical IPv4 or IPv6 prefix", prefix)
 	}
 	hops := slices.Clone(nextHops)
 	slices.SortFunc(hops, netip.Addr.Compare)
