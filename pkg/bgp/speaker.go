@@ -68,11 +68,12 @@ func New(cfg Config) (*Speaker, error) {
 }
 
 // Start runs the speaker until ctx ends or Stop is called; it then closes the
-// sessions (with a Cease notification, so the routers withdraw the speaker's
-// routes at once) and returns nil. It never listens for connections, so it
-// needs no privileges. The paths set before Start are announced from the
-// first UPDATE on: they are added before the peers, so a router that kept the
-// routes over a graceful restart sees no gap.
+// sessions with a Cease notification, so the routers withdraw the speaker's
+// routes at once, and returns nil. It never listens for connections, so it
+// needs no privileges. The paths set before Start are added before the
+// peers, and with graceful restart every start is announced as a restart:
+// a router that kept the routes of a speaker that died (no Cease) keeps
+// them until this one has sent all of its own, so the routes never go away.
 func (s *Speaker) Start(ctx context.Context) error {
 	s.mu.Lock()
 	if s.started || s.stopped {
