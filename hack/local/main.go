@@ -119,6 +119,9 @@ func up(root, dir string, detach bool) error {
 	}
 	ccm, err := cp.StartCCM(ctx, framework.CCMOptions{
 		Name: "metal-cloud-controller-manager", Detach: detach, CloudConfig: cloudConfig,
+		// kube-controller-manager allocates the nodes' pod CIDRs from this
+		// range; with a router, the route controller announces them.
+		Args: []string{"--cluster-cidr", framework.DefaultClusterCIDR},
 	})
 	if err != nil {
 		cleanup()

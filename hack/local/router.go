@@ -32,7 +32,9 @@ func startRouter(dir, baseConfig string) (*netlab.Lab, string, error) {
 		_ = lab.Close()
 		return nil, "", fmt.Errorf("read example config: %w", err)
 	}
-	bgp := fmt.Sprintf(`bgp:
+	bgp := fmt.Sprintf(`routes:
+  enabled: true
+bgp:
   asn: %d
   peers:
   - {address: %s, asn: %d, localAddress: %s}

@@ -48,6 +48,24 @@ type Peer struct {
 	// LocalAddress is the source address of the session, if set; it must
 	// be of Address's family.
 	LocalAddress netip.Addr
+	// Deny keeps every prefix inside one of these from this peer (for
+	// example the cluster's pod CIDRs, for a router that must not get pod
+	// routes).
+	Deny []netip.Prefix
+}
+
+// carries reports whether the peer is sent prefix: one of its own family,
+// and inside none of its Deny prefixes.
+func (p Peer) carries(prefix netip.Prefix) bool {
+	if p.Address.Is4() != prefix.Addr().Is4() {
+		return false
+	}
+	for _, d := range p.Deny {
+		if d.Contains(prefix.Addr()) && d.Bits() <= prefix.Bits() {
+			return false
+		}
+	}
+	return true
 }
 
 // Config configures a Speaker.

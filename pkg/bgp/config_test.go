@@ -158,3 +158,18 @@ func TestPeerStatesIdle(t *testing.T) {
 		t.Errorf("PeerStates = %v", got)
 	}
 }
+
+func TestPeerCarries(t *testing.T) {
+	p := Peer{Address: netip.MustParseAddr("198.18.10.1"), Deny: []netip.Prefix{netip.MustParsePrefix("198.19.0.0/16")}}
+	for prefix, want := range map[string]bool{
+		"198.18.100.1/32":   true,
+		"198.19.3.0/24":     false, // a pod CIDR inside the denied cluster CIDR
+		"198.19.0.0/16":     false,
+		"198.18.0.0/15":     true,  // covers the denied range but is not inside it
+		"2001:db8:100::/64": false, // another family
+	} {
+		if got := p.carries(netip.MustParsePrefix(prefix)); got != want {
+			t.Errorf("carries(%s) = %v, want %v", prefix, got, want)
+		}
+	}
+}

@@ -137,7 +137,7 @@ func (s *Speaker) startServer(ctx, watchCtx context.Context, logger logr.Logger,
 	}
 	err = func() error {
 		for prefix, hops := range s.paths {
-			if prefix.Addr().Is4() != p.Address.Is4() {
+			if !p.carries(prefix) {
 				continue
 			}
 			for nh, id := range hops {
@@ -249,13 +249,13 @@ func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []
 	return nil
 }
 
-// serversOf are the running servers whose peer carries prefix's family; the
-// caller holds s.mu. Adding and withdrawing are idempotent in GoBGP, so a
+// serversOf are the running servers whose peer carries prefix (its family,
+// not denied); the caller holds s.mu. Adding and withdrawing are idempotent in GoBGP, so a
 // retry after a partial failure is safe.
 func (s *Speaker) serversOf(prefix netip.Prefix) []*server.BgpServer {
 	var out []*server.BgpServer
 	for i, srv := range s.servers {
-		if s.cfg.Peers[i].Address.Is4() == prefix.Addr().Is4() {
+		if s.cfg.Peers[i].carries(prefix) {
 			out = append(out, srv)
 		}
 	}

@@ -30,7 +30,7 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) 
 	if len(cfg.BGP.Peers) == 0 {
 		return nil
 	}
-	bcfg, err := speakerConfig(&cfg.BGP)
+	bcfg, err := speakerConfig(&cfg.BGP, &cfg.Routes)
 	if err != nil {
 		return fmt.Errorf("start BGP speaker: %w", err)
 	}
@@ -56,14 +56,25 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) 
 	return nil
 }
 
-func speakerConfig(b *config.BGP) (bgp.Config, error) {
+func speakerConfig(b *config.BGP, r *config.Routes) (bgp.Config, error) {
 	out := bgp.Config{ASN: b.ASN}
+	var podSpace []netip.Prefix
+	for _, c := range r.ClusterCIDRs {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return bgp.Config{}, fmt.Errorf("routes.clusterCIDRs: %w", err)
+		}
+		podSpace = append(podSpace, p)
+	}
 	for i, p := range b.Peers {
 		addr, err := netip.ParseAddr(p.Address)
 		if err != nil {
 			return bgp.Config{}, fmt.Errorf("bgp.peers[%d].address: %w", i, err)
 		}
 		peer := bgp.Peer{Address: addr, ASN: p.ASN, Port: p.Port}
+		if p.PodRoutes != nil && !*p.PodRoutes {
+			peer.Deny = podSpace
+		}
 		if p.HoldTime != nil {
 			peer.HoldTime = p.HoldTime.Duration
 		}

@@ -26,7 +26,7 @@ import (
 // tests and examples is in 198.18.0.0/15 or 2001:db8::/32.
 const (
 	DefaultServiceCIDR = "198.18.200.0/24,2001:db8:200::/112"
-	DefaultClusterCIDR = "198.19.0.0/16,2001:db8:100::/56"
+	DefaultClusterCIDR = "198.19.0.0/16,2001:db8:19::/56"
 )
 
 // Options configure a control plane.
