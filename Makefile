@@ -1,5 +1,5 @@
 # A thin index over hack/. Each target's work is in the script it names.
-.PHONY: all build test run run-detached down clean
+.PHONY: all build test verify bench chaos run run-detached down clean
 
 all: build
 
@@ -8,6 +8,15 @@ build: ## Build the CCM and the pinned control-plane binaries into _output/bin
 
 test: ## Unit and integration tests against the real control plane
 	hack/test.sh
+
+verify: ## gofmt, go vet and hack/verify.d/* (linters, generated files)
+	hack/verify.sh
+
+bench: ## Benchmarks against the real control plane (docs/performance.md)
+	hack/bench.sh
+
+chaos: ## Fault-injection suite (docs/reliability.md)
+	hack/chaos.sh
 
 run: ## A local control plane, the CCM and a few nodes, until Ctrl-C
 	hack/local-up.sh

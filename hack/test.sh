@@ -8,3 +8,9 @@ cd "$root"
 "$root/hack/build.sh"
 echo "Running unit and integration tests ..."
 go test -count=1 -timeout 30m ./... 2>&1 | tee "$root/_output/test.log"
+# Further bounded test steps (fuzzing, short chaos and benchmark profiles, ...).
+for step in "$root"/hack/test.d/*.sh; do
+  [ -e "$step" ] || continue
+  echo "test: $(basename "$step")"
+  bash "$step"
+done
