@@ -36,7 +36,16 @@ func initializeCloud(c *config.CompletedConfig) cloudprovider.Interface {
 			fail(fmt.Sprintf("cloud provider %q", name), err)
 		}
 	}
+	if w, ok := cloud.(configWatcher); ok && file != "" {
+		go w.WatchConfig(context.Background(), file)
+	}
 	return cloud
+}
+
+// configWatcher is implemented by providers that apply a changed config file
+// without a restart.
+type configWatcher interface {
+	WatchConfig(ctx context.Context, path string)
 }
 
 // everyReplica is implemented by providers with work that must run in every

@@ -81,7 +81,41 @@ func New(pools []*Pool) *Allocator {
 }
 
 // Pools returns the pools.
-func (a *Allocator) Pools() []*Pool { return a.pools }
+func (a *Allocator) Pools() []*Pool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.pools
+}
+
+// SetPools replaces the pools (a config reload). What Services hold is kept,
+// also addresses that are in no pool any more.
+func (a *Allocator) SetPools(pools []*Pool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.pools = pools
+}
+
+// OutsidePools returns the addresses of ips that are in no pool.
+func (a *Allocator) OutsidePools(ips []netip.Addr) []netip.Addr {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []netip.Addr
+	for _, ip := range ips {
+		if a.poolOf(ip) == nil {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+func (a *Allocator) poolOf(ip netip.Addr) *Pool {
+	for _, p := range a.pools {
+		if p.Contains(ip) {
+			return p
+		}
+	}
+	return nil
+}
 
 // Held returns the addresses a Service holds.
 func (a *Allocator) Held(key string) []netip.Addr {
@@ -234,9 +268,15 @@ func (a *Allocator) pick(req Request, h *holding, f Family) (netip.Addr, error) 
 			return a.pickRequested(req, ip)
 		}
 	}
-	// Keep what the Service holds while it still fits.
+	// Keep what the Service holds while it still fits, and, unless it names
+	// a pool, an address that is in no pool at all (adopted from another
+	// implementation, or of a pool removed since): moving it would break
+	// the Service's clients.
 	for _, ip := range h.all() {
-		if FamilyOf(ip) == f && !h.lost[ip] && a.fits(req, ip) && a.usable(ip, req.Owner) == nil {
+		if FamilyOf(ip) != f || h.lost[ip] || a.usable(ip, req.Owner) != nil {
+			continue
+		}
+		if a.fits(req, ip) || (req.Pool == "" && a.poolOf(ip) == nil) {
 			return ip, nil
 		}
 	}

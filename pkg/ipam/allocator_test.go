@@ -237,3 +237,30 @@ func TestConcurrentAssignNeverDuplicates(t *testing.T) {
 		t.Errorf("usage %v", u)
 	}
 }
+
+func TestAddressOutsidePoolsIsKept(t *testing.T) {
+	a := New(testPools(t))
+	o := Owner{Key: "default/adopted", Created: time.Unix(1, 0)}
+	foreign := ip("198.18.150.7") // in no pool: written by another implementation
+	a.Observe(o, []netip.Addr{foreign})
+	r := req(o.Key)
+	r.Owner = o
+	if got := mustAssign(a, r); got[0] != foreign {
+		t.Errorf("adopted address replaced by %v", got)
+	}
+	if out := a.OutsidePools([]netip.Addr{foreign, ip("198.18.100.1")}); len(out) != 1 || out[0] != foreign {
+		t.Errorf("OutsidePools = %v", out)
+	}
+	// Naming a pool is an explicit choice: the Service moves into it.
+	r.Pool = "reserved"
+	if got := mustAssign(a, r); !a.pools[1].Contains(got[0]) {
+		t.Errorf("named pool ignored: %v", got)
+	}
+	// A pool removed by a reload: its Services keep their addresses.
+	b := New(testPools(t))
+	kept := mustAssign(b, req("default/k"))
+	b.SetPools(testPools(t)[1:])
+	if again := mustAssign(b, req("default/k")); again[0] != kept[0] {
+		t.Errorf("address of a removed pool changed: %v -> %v", kept, again)
+	}
+}

@@ -44,5 +44,8 @@ const (
 	ReasonNoPoolForFamily   = "NoPoolForFamily"
 	ReasonPoolExhausted     = "PoolExhausted"
 	ReasonIPConflict        = "IPConflict"
-	ReasonAllocationFailed  = "AllocationFailed"
+	// ReasonAddressOutsidePools is a warning, not a refusal: the Service
+	// keeps an address that is in no pool (adopted, or of a removed pool).
+	ReasonAddressOutsidePools = "AddressOutsidePools"
+	ReasonAllocationFailed    = "AllocationFailed"
 )

@@ -31,7 +31,8 @@ type lbState struct {
 	synced cache.InformerSynced
 
 	mu      sync.Mutex
-	pending []ipam.Request // waiting for a free address, oldest first
+	pending []ipam.Request  // waiting for a free address, oldest first
+	failed  map[string]bool // refused Services, retried at once after a config reload
 }
 
 // LoadBalancer is offered when the config has pools. Without pools Services
@@ -148,6 +149,36 @@ func (c *Cloud) setPending(req ipam.Request, pending bool) {
 	}
 }
 
+func (c *Cloud) setFailed(key string, failed bool) {
+	lb := c.lb
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	if !failed {
+		delete(lb.failed, key)
+		return
+	}
+	if lb.failed == nil {
+		lb.failed = map[string]bool{}
+	}
+	lb.failed[key] = true
+}
+
+// retryFailed asks the service controller to sync every refused Service
+// again at once (after a config reload, which may have fixed them).
+func (c *Cloud) retryFailed(ctx context.Context) {
+	lb := c.lb
+	lb.mu.Lock()
+	keys := make([]string, 0, len(lb.failed))
+	for k := range lb.failed {
+		keys = append(keys, k)
+	}
+	lb.mu.Unlock()
+	for _, k := range keys {
+		ns, name, _ := cache.SplitMetaNamespaceKey(k)
+		c.nudge(ctx, ns, name)
+	}
+}
+
 // GetLoadBalancer reports the addresses a Service holds.
 func (c *Cloud) GetLoadBalancer(_ context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 	held := c.lb.alloc.Held(serviceKey(svc))
@@ -174,13 +205,19 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Servic
 		var ips []netip.Addr
 		if ips, err = c.lb.alloc.Assign(req); err == nil {
 			c.setPending(req, false)
+			c.setFailed(req.Key, false)
 			allocations.WithLabelValues("ok").Inc()
+			for _, ip := range c.lb.alloc.OutsidePools(ips) {
+				c.serviceEventf(svc, v1.EventTypeWarning, ReasonAddressOutsidePools,
+					"Address %s is in no configured pool; the Service keeps it. Delete the Service, or name a pool with %s, to move it", ip, AnnotationPool)
+			}
 			klog.FromContext(ctx).V(2).Info("Allocated LoadBalancer addresses", "service", klog.KObj(svc), "addresses", ips)
 			return ingress(ips), nil
 		}
 	}
 	reason := reasonFor(err)
 	allocations.WithLabelValues(reason).Inc()
+	c.setFailed(serviceKey(svc), true)
 	c.setPending(req, reason == ReasonPoolExhausted)
 	c.serviceEventf(svc, v1.EventTypeWarning, reason, "%v", err)
 	return nil, fmt.Errorf("ensure load balancer %s: %w", serviceKey(svc), err)
@@ -193,6 +230,7 @@ func (c *Cloud) UpdateLoadBalancer(context.Context, string, *v1.Service, []*v1.N
 
 // EnsureLoadBalancerDeleted frees the Service's addresses.
 func (c *Cloud) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
+	c.setFailed(serviceKey(svc), false)
 	c.release(ctx, serviceKey(svc))
 	return nil
 }

@@ -69,7 +69,7 @@ func (c *collector) CollectWithStability(ch chan<- metrics.Metric) {
 // registerMetrics registers the provider's metrics once per process.
 func registerMetrics(c *Cloud) {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(allocations)
+		legacyregistry.MustRegister(allocations, configReloads, configLastReloadOK)
 		legacyregistry.CustomMustRegister(&collector{cloud: c})
 	})
 }
