@@ -23,6 +23,9 @@ type CCMOptions struct {
 	Detach bool
 	// Args are extra flags; later flags win.
 	Args []string
+	// Wrapper is a command the replica runs under (for example setpriv to
+	// drop privileges): the CCM binary and its flags are appended to it.
+	Wrapper []string
 }
 
 // CCM is a running CCM replica.
@@ -60,7 +63,12 @@ func (cp *ControlPlane) StartCCM(ctx context.Context, o CCMOptions) (*CCM, error
 	if o.CloudConfig != "" {
 		args = append(args, "--cloud-config", o.CloudConfig)
 	}
-	p, err := StartProcess(o.Name, filepath.Join(cp.Dir, "logs", o.Name+".log"), o.Detach, bin, append(args, o.Args...)...)
+	args = append(args, o.Args...)
+	if len(o.Wrapper) > 0 {
+		args = append(append(o.Wrapper[1:len(o.Wrapper):len(o.Wrapper)], bin), args...)
+		bin = o.Wrapper[0]
+	}
+	p, err := StartProcess(o.Name, filepath.Join(cp.Dir, "logs", o.Name+".log"), o.Detach, bin, args...)
 	if err != nil {
 		return nil, err
 	}
