@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -49,6 +50,9 @@ type Cloud struct {
 	speaker   atomic.Pointer[bgp.Speaker]
 	announcer atomic.Pointer[announcer.Announcer]
 }
+
+// clientHolder keeps the leader's client, for nudges.
+type clientHolder = kubernetes.Interface
 
 // state is everything derived from one config, swapped as a whole.
 type state struct {

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
@@ -27,8 +27,9 @@ var (
 // lbState is the leader's allocation state: the allocator, fed by the
 // Service informer, and the Services waiting for a free address.
 type lbState struct {
-	alloc  *ipam.Allocator
-	synced cache.InformerSynced
+	alloc    *ipam.Allocator
+	synced   cache.InformerSynced
+	services corelisters.ServiceLister
 
 	mu      sync.Mutex
 	pending []ipam.Request  // waiting for a free address, oldest first
@@ -49,6 +50,7 @@ func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
 // before the controllers start.
 func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 	lb := c.lb
+	lb.services = f.Core().V1().Services().Lister()
 	reg, err := f.Core().V1().Services().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.observeService(obj) },
 		UpdateFunc: func(_, obj any) { c.observeService(obj) },
@@ -86,8 +88,10 @@ func (c *Cloud) observeService(obj any) {
 	}
 	for _, key := range evicted {
 		ns, name, _ := cache.SplitMetaNamespaceKey(key)
-		c.serviceEventf(&v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, v1.EventTypeWarning, ReasonIPConflict,
-			"Address is held by the older Service %s; this Service gets another one", serviceKey(svc))
+		if other, err := c.lb.services.Services(ns).Get(name); err == nil {
+			c.serviceEventf(other, v1.EventTypeWarning, ReasonIPConflict,
+				"Address is held by the older Service %s; this Service gets another one", serviceKey(svc))
+		}
 		c.nudge(ctx, ns, name)
 	}
 }
@@ -240,6 +244,3 @@ func (c *Cloud) serviceEventf(svc *v1.Service, eventType, reason, format string,
 		(*rec).Eventf(svc, eventType, reason, format, args...)
 	}
 }
-
-// clientHolder keeps the leader's client for nudges.
-type clientHolder = kubernetes.Interface
