@@ -1,0 +1,226 @@
+// Package bench is the benchmark harness of `make bench`: it starts the real
+// control plane (test/framework), one CCM replica (ours, or the command in
+// BENCH_CCM_CMD) and, as root, a BIRD router in network namespaces
+// (test/netlab), then runs the scenarios of docs/performance.md and reports
+// each figure with a floor: the time the same number of minimal API writes
+// takes a trivial client with the CCM's client limits, on the same API server
+// in the same run.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/sys/unix"
+)
+
+// Scenario IDs, in the order they run.
+const (
+	ScenarioJoin      = "join"
+	ScenarioLB        = "lb"
+	ScenarioChurn     = "churn"
+	ScenarioEndpoints = "endpoints"
+	ScenarioSteady    = "steady"
+)
+
+// AllScenarios lists every scenario in run order.
+var AllScenarios = []string{ScenarioJoin, ScenarioLB, ScenarioChurn, ScenarioEndpoints, ScenarioSteady}
+
+// Sizes the goals are stated for; a smaller run marks its goals "scaled".
+const (
+	goalJoinNodes      = 1000
+	goalLBServices     = 1000
+	goalSteadyNodes    = 5000
+	goalSteadyServices = 10000
+)
+
+// Router modes.
+const (
+	RouterAuto = "auto" // a BIRD router when netlab can run here
+	RouterOn   = "on"   // a BIRD router, or fail
+	RouterOff  = "off"  // no router
+)
+
+// Options are the sizes and switches of one run.
+type Options struct {
+	// Profile names the sizes ("default", "smoke", "full"); "custom" once a
+	// size flag changes them.
+	Profile string
+	// Dir holds the control plane's data and logs. Required.
+	Dir string
+	// Logger reports progress.
+	Logger logr.Logger
+	// CCMCommand, when set, is a shell command line run in place of the
+	// built metal-cloud-controller-manager, with the same flags appended.
+	CCMCommand string
+	// Router is RouterAuto, RouterOn or RouterOff.
+	Router string
+	// Only lists the scenarios to run; empty runs all.
+	Only []string
+
+	// JoinNodes is the size of the node-join storm.
+	JoinNodes int
+	// LBServices is the size of the LoadBalancer storm, and the load of the
+	// node churn.
+	LBServices int
+	// LocalServices is the number of externalTrafficPolicy Local Services
+	// whose endpoints move.
+	LocalServices int
+	// SteadyNodes and SteadyServices are the size of the steady state.
+	SteadyNodes, SteadyServices int
+	// SteadyIdle is how long the steady state is watched.
+	SteadyIdle time.Duration
+	// SteadyNotReady registers the steady state's nodes NotReady, so that
+	// they are not next hops of any announcement.
+	SteadyNotReady bool
+
+	// Timeout bounds each wait for the CCM.
+	Timeout time.Duration
+	// ClientQPS and ClientBurst are the CCM's client limits, which the
+	// floor's client uses too (the CCM's defaults: 100 and 200).
+	ClientQPS   float32
+	ClientBurst int
+	// Workers is how many writes the floor's client has in flight (the
+	// CCM's default --concurrent-node-syncs and --concurrent-service-syncs).
+	Workers int
+	// APIServerArgs are extra kube-apiserver flags.
+	APIServerArgs []string
+	// PprofDir, when set, receives a CPU profile of the CCM per scenario
+	// (PprofSeconds long, from the scenario's start) and a heap profile at
+	// the end of the steady state.
+	PprofDir     string
+	PprofSeconds int
+}
+
+// Profile returns the options of a named profile: "default" fits in ten
+// minutes on two cores, "smoke" in about a minute, "full" is every size the
+// goals are stated for.
+func Profile(name string) (Options, error) {
+	o := Options{
+		Profile: name, Router: RouterAuto, Logger: logr.Discard(),
+		JoinNodes: 1000, LBServices: 1000, LocalServices: 200,
+		SteadyNodes: 1000, SteadyServices: 2000, SteadyIdle: 2 * time.Minute,
+		Timeout: 5 * time.Minute, ClientQPS: 100, ClientBurst: 200, Workers: 10,
+		PprofSeconds: 20,
+	}
+	switch name {
+	case "default":
+	case "full":
+		o.JoinNodes, o.SteadyNodes, o.SteadyServices = 5000, 5000, 10000
+		o.Timeout = 15 * time.Minute
+	case "smoke":
+		o.JoinNodes, o.LBServices, o.LocalServices = 30, 30, 10
+		o.SteadyNodes, o.SteadyServices, o.SteadyIdle = 40, 60, 5*time.Second
+		o.Timeout = 2 * time.Minute
+		o.PprofSeconds = 5
+	default:
+		return o, fmt.Errorf("unknown profile %q: want default, smoke or full", name)
+	}
+	return o, nil
+}
+
+func (o *Options) validate() error {
+	var errs []error
+	if o.Dir == "" {
+		errs = append(errs, errors.New("Dir is required"))
+	}
+	for _, id := range o.Only {
+		if !slices.Contains(AllScenarios, id) {
+			errs = append(errs, fmt.Errorf("unknown scenario %q (want %s)", id, strings.Join(AllScenarios, ", ")))
+		}
+	}
+	if !slices.Contains([]string{RouterAuto, RouterOn, RouterOff}, o.Router) {
+		errs = append(errs, fmt.Errorf("router %q: want auto, on or off", o.Router))
+	}
+	for _, n := range []struct {
+		name   string
+		v, max int
+	}{
+		{"join nodes", o.JoinNodes, maxJoinNodes}, {"LoadBalancer Services", o.LBServices, maxServices},
+		{"Local Services", o.LocalServices, maxServices}, {"steady nodes", o.SteadyNodes, maxSteadyNodes},
+		{"steady Services", o.SteadyServices, maxServices},
+	} {
+		if n.v < 1 || n.v > n.max {
+			errs = append(errs, fmt.Errorf("%s: %d out of range 1..%d", n.name, n.v, n.max))
+		}
+	}
+	if o.LBServices+o.LocalServices > o.SteadyServices {
+		o.SteadyServices = o.LBServices + o.LocalServices
+	}
+	if o.ClientQPS <= 0 || o.ClientBurst < 1 || o.Workers < 1 || o.Timeout <= 0 || o.SteadyIdle <= 0 {
+		errs = append(errs, errors.New("client QPS, burst, workers, timeout and idle time must be positive"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("bench options: %w", err)
+	}
+	return nil
+}
+
+func (o *Options) runs(id string) bool { return len(o.Only) == 0 || slices.Contains(o.Only, id) }
+
+// Run runs the scenarios and returns what they measured. A scenario that
+// fails is recorded with its error and the next one runs; Run's error is for
+// what stops the whole run (the control plane or the CCM not starting).
+func Run(ctx context.Context, o Options) (*Results, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	res := &Results{Started: time.Now(), Profile: o.Profile, Machine: machine()}
+	e, err := start(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer e.stop()
+	res.CCM, res.Router = e.ccmName, e.routerText()
+	steps := []struct {
+		id, title string
+		size      map[string]int
+		run       func(context.Context, *Scenario) error
+	}{
+		{ScenarioJoin, "1. Node-join storm", map[string]int{"nodes": o.JoinNodes}, e.joinStorm},
+		{ScenarioLB, "2. LoadBalancer storm", map[string]int{"services": o.LBServices, "labNodes": labNodes}, e.lbStorm},
+		{ScenarioChurn, "3. Node churn under load", map[string]int{"services": o.LBServices, "labNodes": labNodes}, e.nodeChurn},
+		{ScenarioEndpoints, "4. Endpoint churn", map[string]int{"services": o.LocalServices}, e.endpointChurn},
+		{ScenarioSteady, "5. Steady state", map[string]int{"nodes": o.SteadyNodes, "services": o.SteadyServices,
+			"idleSeconds": int(o.SteadyIdle.Seconds())}, e.steadyState},
+	}
+	for _, st := range steps {
+		if !o.runs(st.id) {
+			continue
+		}
+		s := &Scenario{ID: st.id, Title: st.title, Size: st.size}
+		res.Scenarios = append(res.Scenarios, s)
+		if err := ctx.Err(); err != nil {
+			s.Error = err.Error()
+			continue
+		}
+		e.log.Info("Scenario", "title", st.title, "size", st.size)
+		stopProfile := e.profileCPU(ctx, st.id)
+		if err := st.run(ctx, s); err != nil {
+			s.Error = err.Error()
+			e.log.Error(err, "Scenario failed", "title", st.title)
+		}
+		stopProfile()
+	}
+	res.DurationSeconds = time.Since(res.Started).Seconds()
+	return res, nil
+}
+
+func machine() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version()}
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) == nil {
+		m.MemoryGiB = float64(uint64(si.Totalram)*uint64(si.Unit)) / (1 << 30)
+	}
+	var un unix.Utsname
+	if unix.Uname(&un) == nil {
+		m.Kernel = "Linux " + unix.ByteSliceToString(un.Release[:])
+	}
+	return m
+}

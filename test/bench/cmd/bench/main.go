@@ -1,0 +1,145 @@
+// Command bench runs the benchmark scenarios of docs/performance.md against
+// the real local control plane and writes results.json and results.md:
+//
+//	bench [-profile default|smoke|full] [-only join,lb,...] [size flags]
+//	bench -compare a/results.json b/results.json
+//
+// BENCH_CCM_CMD, when set, is a command line run in place of the built
+// metal-cloud-controller-manager, with the same flags appended.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"k8s.io/klog/v2"
+
+	"github.com/metal-ccm/metal-ccm/test/bench"
+	"github.com/metal-ccm/metal-ccm/test/framework"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, " ") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+func run() error {
+	profile := flag.String("profile", "default", "sizes: default (10 minutes on 2 cores), smoke (about a minute) or full (every goal's size)")
+	out := flag.String("out", filepath.Join(framework.RepoRoot(), "_output", "bench"), "where results.json, results.md and the logs go")
+	only := flag.String("only", "", "comma-separated scenarios to run: "+strings.Join(bench.AllScenarios, ","))
+	router := flag.String("router", bench.RouterAuto, "BIRD router: auto (when root with BIRD), on (or fail) or off")
+	compare := flag.Bool("compare", false, "compare two results.json files given as arguments; runs nothing")
+	pprof := flag.Bool("pprof", false, "save a CPU profile of the CCM per scenario, and a heap profile after the steady state, in OUT/pprof")
+	var apiArgs stringList
+	flag.Var(&apiArgs, "apiserver-arg", "an extra kube-apiserver flag, e.g. --max-requests-inflight=800 (repeatable)")
+	// Size flags; their defaults are the default profile's, and setting one
+	// makes the profile "custom".
+	def, err := bench.Profile("default")
+	if err != nil {
+		return err
+	}
+	joinNodes := flag.Int("join-nodes", def.JoinNodes, "scenario 1: nodes that join at once (5000 in -profile full)")
+	lbServices := flag.Int("lb-services", def.LBServices, "scenarios 2 and 3: LoadBalancer Services")
+	localServices := flag.Int("local-services", def.LocalServices, "scenario 4: externalTrafficPolicy Local Services")
+	steadyNodes := flag.Int("steady-nodes", def.SteadyNodes, "scenario 5: nodes (5000 in -profile full)")
+	steadyServices := flag.Int("steady-services", def.SteadyServices, "scenario 5: LoadBalancer Services in all (10000 in -profile full)")
+	steadyIdle := flag.Duration("steady-idle", def.SteadyIdle, "scenario 5: how long to watch the idle CCM")
+	notReady := flag.Bool("steady-not-ready", false, "scenario 5: register the nodes NotReady, so they are no next hops")
+	timeout := flag.Duration("timeout", def.Timeout, "bound of each wait for the CCM")
+	qps := flag.Float64("kube-api-qps", float64(def.ClientQPS), "the CCM's --kube-api-qps, used by the floor's client")
+	burst := flag.Int("kube-api-burst", def.ClientBurst, "the CCM's --kube-api-burst, used by the floor's client")
+	workers := flag.Int("workers", def.Workers, "writes the floor's client has in flight (the CCM's --concurrent-*-syncs)")
+	pprofSeconds := flag.Int("pprof-seconds", def.PprofSeconds, "length of each CPU profile")
+	flag.Parse()
+
+	if *compare {
+		return compareFiles(flag.Args())
+	}
+	o, err := bench.Profile(*profile)
+	if err != nil {
+		return err
+	}
+	sizes := map[string]func(){
+		"join-nodes": func() { o.JoinNodes = *joinNodes }, "lb-services": func() { o.LBServices = *lbServices },
+		"local-services": func() { o.LocalServices = *localServices }, "steady-nodes": func() { o.SteadyNodes = *steadyNodes },
+		"steady-services": func() { o.SteadyServices = *steadyServices }, "steady-idle": func() { o.SteadyIdle = *steadyIdle },
+		"timeout": func() { o.Timeout = *timeout }, "pprof-seconds": func() { o.PprofSeconds = *pprofSeconds },
+	}
+	flag.Visit(func(f *flag.Flag) {
+		if set, ok := sizes[f.Name]; ok {
+			set()
+			if f.Name != "timeout" && f.Name != "pprof-seconds" {
+				o.Profile = "custom"
+			}
+		}
+	})
+	o.SteadyNotReady = *notReady
+	o.ClientQPS, o.ClientBurst, o.Workers = float32(*qps), *burst, *workers
+	o.Router, o.APIServerArgs = *router, apiArgs
+	o.CCMCommand = strings.TrimSpace(os.Getenv("BENCH_CCM_CMD"))
+	if *only != "" {
+		o.Only = strings.Split(*only, ",")
+	}
+	o.Dir = filepath.Join(*out, "run")
+	if *pprof {
+		o.PprofDir = filepath.Join(*out, "pprof")
+	}
+	if err := os.RemoveAll(o.Dir); err != nil {
+		return fmt.Errorf("clean %s: %w", o.Dir, err)
+	}
+	o.Logger = klog.Background()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := bench.Run(ctx, o)
+	if err != nil {
+		return err
+	}
+	md, err := res.Write(*out)
+	if err != nil {
+		return err
+	}
+	fmt.Print("\n" + md)
+	fmt.Printf("\nWritten: %s and results.md; logs in %s/logs\n", filepath.Join(*out, "results.json"), o.Dir)
+	var failed []string
+	for _, s := range res.Scenarios {
+		if s.Error != "" {
+			failed = append(failed, s.ID)
+		}
+	}
+	if len(failed) > 0 {
+		return errors.New("scenarios failed: " + strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+func compareFiles(paths []string) error {
+	if len(paths) != 2 {
+		return errors.New("-compare takes two results.json files")
+	}
+	a, err := bench.ReadResults(paths[0])
+	if err != nil {
+		return err
+	}
+	b, err := bench.ReadResults(paths[1])
+	if err != nil {
+		return err
+	}
+	fmt.Print(bench.Compare(a, b))
+	return nil
+}

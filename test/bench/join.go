@@ -1,0 +1,68 @@
+package bench
+
+import (
+	"context"
+	"math"
+	"slices"
+	"time"
+)
+
+// joinStorm is scenario 1: JoinNodes nodes register at once with the
+// uninitialized taint; how long until the CCM has initialized them all, and
+// each one, and with how many API requests. The nodes are deleted after, so
+// that they are not next hops of the later scenarios' announcements.
+func (e *env) joinStorm(ctx context.Context, s *Scenario) error {
+	n := e.o.JoinNodes
+	names, ips := nodeSet("join", joinNodeBase, n)
+	before, err := e.sample(ctx)
+	if err != nil {
+		return err
+	}
+	began, err := e.registerNodes(ctx, names, ips, true)
+	if err != nil {
+		return err
+	}
+	registered := time.Now()
+	if err := e.waitInitialized(ctx, names); err != nil {
+		return err
+	}
+	after, err := e.settle(ctx)
+	if err != nil {
+		return err
+	}
+	d := before.to(after)
+	inits := e.w.initTimes(names)
+	lat := make([]time.Duration, 0, n)
+	for _, name := range names {
+		lat = append(lat, inits[name].Sub(began[name]))
+	}
+	floor, err := e.floor(ctx, kindNode, names)
+	if err != nil {
+		return err
+	}
+	scaled := n < goalJoinNodes
+	s.add("nodes_initialized", "nodes initialized", float64(len(inits)), "count")
+	s.add("all_initialized_s", "time until all initialized", latest(inits).Sub(before.at).Seconds(), "s").
+		withFloor(floor.Seconds()).ratioAtMost(1.5, scaled)
+	s.add("registered_s", "(the harness registered them all in)", registered.Sub(before.at).Seconds(), "s")
+	s.add("p50_s", "per node, p50", percentile(lat, 0.50).Seconds(), "s")
+	s.add("p99_s", "per node, p99", percentile(lat, 0.99).Seconds(), "s").atMost(5, "< 5 s", scaled)
+	s.add("api_requests", "CCM API requests", d.requests, "req")
+	s.add("api_writes_per_node", "CCM API writes per node", d.writes/float64(n), "per item")
+	cpuFigures(s, d)
+	s.notef("per-node latency runs from the start of the node's registration to the watch event that shows it initialized; "+
+		"the floor is %d label patches with the CCM's client limits (QPS %g, burst %d, %d in flight)", n, e.o.ClientQPS, e.o.ClientBurst, e.o.Workers)
+	e.log.Info("Deleting the storm's nodes", "nodes", n)
+	return e.deleteNodes(ctx, names)
+}
+
+// percentile is the q-quantile (nearest rank) of the durations.
+func percentile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[max(0, min(i, len(s)-1))]
+}

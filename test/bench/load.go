@@ -1,0 +1,227 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/metal-ccm/metal-ccm/test/framework"
+)
+
+// parallel calls fn for 0..n-1 from workers goroutines and returns the first
+// error; after an error no new call starts.
+func parallel(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		next     atomic.Int64
+		once     sync.Once
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	for range min(workers, n) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := fn(ctx, i); err != nil {
+					once.Do(func() { firstErr = err; cancel() })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// nodeSet names n nodes prefix-00000... with consecutive addresses from base.
+func nodeSet(prefix string, base netip.Addr, n int) (names []string, ips []netip.Addr) {
+	ip := base
+	for i := range n {
+		names = append(names, fmt.Sprintf("%s-%05d", prefix, i))
+		ips = append(ips, ip)
+		ip = ip.Next()
+	}
+	return names, ips
+}
+
+// registerNodes registers the nodes as kubelets would (framework.RegisterNode),
+// workers at a time, and returns when each registration began.
+func (e *env) registerNodes(ctx context.Context, names []string, ips []netip.Addr, ready bool) (map[string]time.Time, error) {
+	began := make([]time.Time, len(names))
+	err := parallel(ctx, len(names), harnessWorkers, func(ctx context.Context, i int) error {
+		began[i] = time.Now()
+		_, err := framework.RegisterNode(ctx, e.cs, names[i], ready, ips[i].String())
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	out := make(map[string]time.Time, len(names))
+	for i, n := range names {
+		out[n] = began[i]
+	}
+	return out, nil
+}
+
+// deleteNodes deletes the nodes and waits until the watch has seen them go.
+func (e *env) deleteNodes(ctx context.Context, names []string) error {
+	err := parallel(ctx, len(names), harnessWorkers, func(ctx context.Context, i int) error {
+		err := e.cs.CoreV1().Nodes().Delete(ctx, names[i], metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("bench: delete node %s: %w", names[i], err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return e.waitFor(ctx, "nodes deleted", func() (bool, string) {
+		left := e.w.nodesLeft(names)
+		return left == 0, fmt.Sprintf("%d nodes left", left)
+	})
+}
+
+// namespace creates a namespace unless it exists.
+func (e *env) namespace(ctx context.Context, name string) error {
+	_, err := e.cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("bench: namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// serviceKeys names n Services prefix-00000... in namespace ns.
+func serviceKeys(ns, prefix string, n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%s/%s-%05d", ns, prefix, i)
+	}
+	return keys
+}
+
+// splitKey splits namespace/name; a key without a slash is a node name.
+func splitKey(key string) (ns, name string) {
+	ns, name, ok := strings.Cut(key, "/")
+	if !ok {
+		return "", key
+	}
+	return ns, name
+}
+
+// createServices creates LoadBalancer Services (externalTrafficPolicy Local
+// when local) and returns when each creation began.
+func (e *env) createServices(ctx context.Context, keys []string, local bool) (map[string]time.Time, error) {
+	nss := map[string]bool{}
+	for _, k := range keys {
+		ns, _ := splitKey(k)
+		if !nss[ns] {
+			nss[ns] = true
+			if err := e.namespace(ctx, ns); err != nil {
+				return nil, err
+			}
+		}
+	}
+	began := make([]time.Time, len(keys))
+	err := parallel(ctx, len(keys), harnessWorkers, func(ctx context.Context, i int) error {
+		ns, name := splitKey(keys[i])
+		svc := &v1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: v1.ServiceSpec{
+				Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": name},
+				Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}},
+			},
+		}
+		if local {
+			svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+		}
+		began[i] = time.Now()
+		if _, err := e.cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("bench: create Service %s: %w", keys[i], err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]time.Time, len(keys))
+	for i, k := range keys {
+		out[k] = began[i]
+	}
+	return out, nil
+}
+
+// endpointSlice is the slice of a Service with one ready endpoint on node,
+// as the EndpointSlice controller would write it for one pod there.
+func endpointSlice(key, node string, i int) *discoveryv1.EndpointSlice {
+	ns, name := splitKey(key)
+	return &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-bench",
+			Labels: map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "bench.metal-ccm.io"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{
+			// Pod addresses from the default cluster CIDR, 198.19.0.0/16.
+			Addresses:  []string{fmt.Sprintf("198.19.%d.%d", i/250, i%250+1)},
+			NodeName:   ptr.To(node),
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+		}},
+		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](80), Protocol: ptr.To(v1.ProtocolTCP)}},
+	}
+}
+
+// object kinds the floor writes to.
+const (
+	kindNode  = "node"
+	kindSvc   = "service"
+	kindSlice = "endpointslice"
+)
+
+// floor is the time the floor's client (the CCM's QPS and burst, the CCM's
+// number of workers) takes to write once to each object: a merge patch of
+// one label, a real write with a watch event, that no controller acts on.
+func (e *env) floor(ctx context.Context, kind string, keys []string) (time.Duration, error) {
+	e.floorSeq++
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{"bench.metal-ccm.io/floor":"f%d"}}}`, e.floorSeq)
+	start := time.Now()
+	err := parallel(ctx, len(keys), e.o.Workers, func(ctx context.Context, i int) error {
+		return patchOnce(ctx, e.floorCS, kind, keys[i], patch)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("bench: floor: %w", err)
+	}
+	return time.Since(start), nil
+}
+
+func patchOnce(ctx context.Context, cs kubernetes.Interface, kind, key string, patch []byte) error {
+	ns, name := splitKey(key)
+	var err error
+	switch kind {
+	case kindNode:
+		_, err = cs.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	case kindSvc:
+		_, err = cs.CoreV1().Services(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	case kindSlice:
+		_, err = cs.DiscoveryV1().EndpointSlices(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	default:
+		err = fmt.Errorf("unknown kind %q", kind)
+	}
+	if err != nil {
+		return fmt.Errorf("patch %s %s: %w", kind, key, err)
+	}
+	return nil
+}

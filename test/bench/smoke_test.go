@@ -1,0 +1,134 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+
+	"github.com/metal-ccm/metal-ccm/test/netlab"
+)
+
+// TestSmoke runs the smoke profile of the harness against the real control
+// plane and checks that the results file has every scenario with sane
+// numbers. Timings are reported, never asserted. Without root the router
+// figures are left out, and the test says so.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping the benchmark smoke run in -short mode")
+	}
+	o, err := Profile("smoke")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "metal-ccm-bench-smoke-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs kept in %s/logs", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
+	o.Dir, o.Logger = dir, testr.New(t)
+	router := netlab.Available() == nil
+	if !router {
+		t.Logf("router parts skipped: %v", netlab.Available())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	md, err := res.Write(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("results:\n%s", md)
+	got, err := ReadResults(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResults(t, got, o, router)
+}
+
+// checkResults checks every scenario ran and its figures make sense.
+func checkResults(t *testing.T, r *Results, o Options, router bool) {
+	t.Helper()
+	for _, id := range AllScenarios {
+		s := r.Scenario(id)
+		switch {
+		case s == nil:
+			t.Errorf("scenario %s missing", id)
+			continue
+		case s.Error != "" || s.Skipped != "":
+			t.Errorf("scenario %s: error %q, skipped %q", id, s.Error, s.Skipped)
+			continue
+		}
+		for _, f := range s.Figures {
+			if f.Value < 0 && f.Unit != "s" {
+				t.Errorf("%s %s = %v, negative", id, f.Key, f.Value)
+			}
+		}
+	}
+	count := func(id, key string, want int) {
+		t.Helper()
+		if f := figure(t, r, id, key); f != nil && int(f.Value) != want {
+			t.Errorf("%s %s = %v, want %d", id, key, f.Value, want)
+		}
+	}
+	positive := func(id string, keys ...string) {
+		t.Helper()
+		for _, key := range keys {
+			if f := figure(t, r, id, key); f != nil && f.Value <= 0 {
+				t.Errorf("%s %s = %v, want > 0", id, key, f.Value)
+			}
+		}
+	}
+	count(ScenarioJoin, "nodes_initialized", o.JoinNodes)
+	positive(ScenarioJoin, "all_initialized_s", "p50_s", "p99_s", "api_requests")
+	if f := figure(t, r, ScenarioJoin, "all_initialized_s"); f != nil && (f.Floor <= 0 || f.Goal == nil) {
+		t.Errorf("join: all_initialized_s has no floor or goal: %+v", f)
+	}
+	count(ScenarioLB, "services_with_ip", o.LBServices)
+	positive(ScenarioLB, "all_ip_s", "api_requests")
+	positive(ScenarioChurn, "join_initialized_s", "join_provider_calls_per_service")
+	positive(ScenarioEndpoints, "followed_s")
+	positive(ScenarioSteady, "rss_mib", "api_rps")
+	if f := figure(t, r, ScenarioSteady, "rss_mib"); f != nil && f.Value > 4096 {
+		t.Errorf("steady: RSS %v MiB", f.Value)
+	}
+	for _, id := range []string{ScenarioLB, ScenarioChurn, ScenarioEndpoints} {
+		routerKey := map[string]string{ScenarioLB: "router_after_status_s", ScenarioChurn: "join_router_s", ScenarioEndpoints: "router_after_writes_s"}[id]
+		s := r.Scenario(id)
+		if s == nil {
+			continue
+		}
+		if has := s.Figure(routerKey) != nil; has != router {
+			t.Errorf("%s: router figure %s present = %v, want %v (root with BIRD)", id, routerKey, has, router)
+		}
+	}
+	if router {
+		positive(ScenarioChurn, "join_bgp_updates_per_service", "leave_bgp_withdraws_per_service")
+	}
+}
+
+func figure(t *testing.T, r *Results, id, key string) *Figure {
+	t.Helper()
+	s := r.Scenario(id)
+	if s == nil {
+		return nil
+	}
+	f := s.Figure(key)
+	if f == nil {
+		t.Errorf("%s: no figure %s", id, key)
+	}
+	return f
+}

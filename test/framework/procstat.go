@@ -1,0 +1,90 @@
+package framework
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTick is the unit of the CPU times in /proc/PID/stat: USER_HZ, which
+// Linux fixes at 100 for user space on every architecture it supports.
+const clockTick = 10 * time.Millisecond
+
+// ProcStat is what /proc says about a process's resource use.
+type ProcStat struct {
+	// RSS is the resident set size now (VmRSS), in bytes.
+	RSS uint64
+	// PeakRSS is the highest resident set size so far (VmHWM), in bytes.
+	PeakRSS uint64
+	// CPU is the CPU time used so far, user and system.
+	CPU time.Duration
+}
+
+// ReadProcStat reads the resource use of process pid from /proc/PID/status
+// and /proc/PID/stat.
+func ReadProcStat(pid int) (ProcStat, error) {
+	var st ProcStat
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return st, fmt.Errorf("read process %d status: %w", pid, err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		key, value, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch key {
+		case "VmRSS":
+			st.RSS, err = parseKiB(value)
+		case "VmHWM":
+			st.PeakRSS, err = parseKiB(value)
+		}
+		if err != nil {
+			return st, fmt.Errorf("process %d status %s: %w", pid, key, err)
+		}
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return st, fmt.Errorf("read process %d stat: %w", pid, err)
+	}
+	if st.CPU, err = parseCPU(stat); err != nil {
+		return st, fmt.Errorf("process %d stat: %w", pid, err)
+	}
+	return st, nil
+}
+
+// parseKiB reads a /proc/PID/status size such as "  123456 kB".
+func parseKiB(s string) (uint64, error) {
+	n, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "kB")), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("size %q: %w", s, err)
+	}
+	return n * 1024, nil
+}
+
+// parseCPU reads utime and stime (fields 14 and 15) of /proc/PID/stat. The
+// command name (field 2) is in parentheses and may hold spaces, so the fields
+// are counted after its closing parenthesis.
+func parseCPU(stat []byte) (time.Duration, error) {
+	end := bytes.LastIndexByte(stat, ')')
+	if end < 0 {
+		return 0, fmt.Errorf("no command name in %q", stat)
+	}
+	fields := strings.Fields(string(stat[end+1:]))
+	// fields[0] is field 3 (state), so field n is fields[n-3].
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("%d fields after the command name, want at least 13", len(fields))
+	}
+	var ticks uint64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("CPU time %q: %w", f, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * clockTick, nil
+}
