@@ -1,0 +1,62 @@
+{{/*
+The name of the ServiceAccount, the workload and the roles. It is fixed: one
+cloud-controller-manager runs per cluster, and deploy/'s tests and the docs
+use these names.
+*/}}
+{{- define "metal-ccm.name" -}}
+metal-cloud-controller-manager
+{{- end -}}
+
+{{/* Labels of every object. */}}
+{{- define "metal-ccm.labels" -}}
+{{ include "metal-ccm.selectorLabels" . }}
+app.kubernetes.io/part-of: metal-ccm
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/*
+Labels that select the pods. They are the selector of the workload, which
+cannot change after it is created, so they stay this one label.
+*/}}
+{{- define "metal-ccm.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "metal-ccm.name" . }}
+{{- end -}}
+
+{{/* Where the ConfigMap and the BGP password Secret are mounted. */}}
+{{- define "metal-ccm.configDir" -}}/etc/metal-ccm/config{{- end -}}
+{{- define "metal-ccm.bgpDir" -}}/etc/metal-ccm/bgp{{- end -}}
+
+{{/*
+The cloud-config document as given. It fails when the document is not YAML,
+or when a BGP peer's passwordFile is not in the mounted Secret's folder, where
+the manager could not read it.
+*/}}
+{{- define "metal-ccm.cloudConfig" -}}
+{{- $cfg := fromYaml .Values.cloudConfig -}}
+{{- if hasKey $cfg "Error" -}}
+{{- fail (printf "cloudConfig: not a YAML document: %s" $cfg.Error) -}}
+{{- end -}}
+{{- $dir := printf "%s/" (include "metal-ccm.bgpDir" .) -}}
+{{- range $i, $p := (dig "bgp" "peers" list $cfg) -}}
+{{- if and $p.passwordFile (not (hasPrefix $dir $p.passwordFile)) -}}
+{{- fail (printf "cloudConfig: bgp.peers[%d].passwordFile %q: must be %s<key>, a key of the Secret bgpPasswords.secretName" $i $p.passwordFile $dir) -}}
+{{- end -}}
+{{- end -}}
+{{ .Values.cloudConfig }}
+{{- end -}}
+
+{{/* The manager's flags. */}}
+{{- define "metal-ccm.args" -}}
+- --cloud-provider=metal
+- --cloud-config={{ include "metal-ccm.configDir" . }}/cloud-config.yaml
+- --leader-elect={{ .Values.leaderElection.enabled }}
+- --leader-elect-resource-name=cloud-controller-manager
+- --leader-elect-resource-namespace={{ .Release.Namespace }}
+- --bind-address={{ .Values.metrics.bindAddress }}
+- --secure-port={{ .Values.metrics.port }}
+- --v={{ .Values.logLevel }}
+{{- range .Values.extraArgs }}
+- {{ . }}
+{{- end }}
+{{- end -}}
