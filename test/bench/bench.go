@@ -92,8 +92,9 @@ type Options struct {
 	// APIServerArgs are extra kube-apiserver flags.
 	APIServerArgs []string
 	// PprofDir, when set, receives a CPU profile of the CCM per scenario
-	// (PprofSeconds long, from the scenario's start) and a heap profile at
-	// the end of the steady state.
+	// (PprofSeconds long, from the scenario's start; the steady state's
+	// from the start of the idle time) and a heap profile at the end of the
+	// steady state.
 	PprofDir     string
 	PprofSeconds int
 }
@@ -201,7 +202,10 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 			continue
 		}
 		e.log.Info("Scenario", "title", st.title, "size", st.size)
-		stopProfile := e.profileCPU(ctx, st.id)
+		stopProfile := func() {}
+		if st.id != ScenarioSteady { // profiled while idle
+			stopProfile = e.profileCPU(ctx, st.id, o.PprofSeconds)
+		}
 		if err := st.run(ctx, s); err != nil {
 			s.Error = err.Error()
 			e.log.Error(err, "Scenario failed", "title", st.title)

@@ -89,7 +89,7 @@ func (e *env) nodeChurn(ctx context.Context, s *Scenario) error {
 	s.add("join_api_requests", "join: CCM API requests", join.requests, "req")
 	s.add("leave_api_requests", "leave: CCM API requests", leave.requests, "req")
 	cpuFigures(s, before.to(after))
-	floor, err := e.floor(ctx, kindNode, []string{labNodeName(0)})
+	floor, err := e.labelFloor(ctx, kindNode, []string{labNodeName(0)})
 	if err != nil {
 		return err
 	}

@@ -98,7 +98,7 @@ func (e *env) endpointChurn(ctx context.Context, s *Scenario) error {
 	if err != nil {
 		return err
 	}
-	floor, err := e.floor(ctx, kindSlice, endpointSliceKeys(keys))
+	floor, err := e.labelFloor(ctx, kindSlice, endpointSliceKeys(keys))
 	if err != nil {
 		return err
 	}

@@ -62,6 +62,7 @@ type env struct {
 	labReady  bool
 	lbKeys    []string // the LoadBalancer storm's Services, the churn's load
 	localKeys []string // the endpoint churn's Services
+	floors    floors   // of the storms, measured before the CCM starts
 	floorSeq  int
 }
 
@@ -87,12 +88,15 @@ func start(ctx context.Context, o Options) (e *env, err error) {
 	if err := e.clients(); err != nil {
 		return e, err
 	}
-	if err := e.startCCM(ctx); err != nil {
-		return e, err
-	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	e.stopW = cancel
 	if e.w, err = startWatcher(wctx, e.cs); err != nil {
+		return e, err
+	}
+	if err := e.measureFloors(ctx); err != nil {
+		return e, err
+	}
+	if err := e.startCCM(ctx); err != nil {
 		return e, err
 	}
 	if e.lab != nil {
@@ -260,7 +264,7 @@ func (e *env) stop() {
 
 // ccmAlive fails when the CCM has exited.
 func (e *env) ccmAlive() error {
-	if e.ccm.Exited() {
+	if e.ccm != nil && e.ccm.Exited() {
 		return errors.New("the CCM exited; see " + e.ccm.LogPath)
 	}
 	return nil

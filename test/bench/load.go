@@ -13,8 +13,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/metal-ccm/metal-ccm/test/framework"
@@ -139,22 +137,8 @@ func (e *env) createServices(ctx context.Context, keys []string, local bool) (ma
 	}
 	began := make([]time.Time, len(keys))
 	err := parallel(ctx, len(keys), harnessWorkers, func(ctx context.Context, i int) error {
-		ns, name := splitKey(keys[i])
-		svc := &v1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: v1.ServiceSpec{
-				Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": name},
-				Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}},
-			},
-		}
-		if local {
-			svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
-		}
 		began[i] = time.Now()
-		if _, err := e.cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("bench: create Service %s: %w", keys[i], err)
-		}
-		return nil
+		return e.createService(ctx, keys[i], local)
 	})
 	if err != nil {
 		return nil, err
@@ -164,6 +148,45 @@ func (e *env) createServices(ctx context.Context, keys []string, local bool) (ma
 		out[k] = began[i]
 	}
 	return out, nil
+}
+
+// createService creates one LoadBalancer Service with one port.
+func (e *env) createService(ctx context.Context, key string, local bool) error {
+	ns, name := splitKey(key)
+	svc := &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1.ServiceSpec{
+			Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": name},
+			Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}},
+		},
+	}
+	if local {
+		svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+	}
+	if _, err := e.cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("bench: create Service %s: %w", key, err)
+	}
+	return nil
+}
+
+// deleteServices deletes the Services and waits until the watch has seen
+// them go (the harness deletes only Services that had an address).
+func (e *env) deleteServices(ctx context.Context, keys []string) error {
+	err := parallel(ctx, len(keys), harnessWorkers, func(ctx context.Context, i int) error {
+		ns, name := splitKey(keys[i])
+		err := e.cs.CoreV1().Services(ns).Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("bench: delete Service %s: %w", keys[i], err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return e.waitFor(ctx, "Services deleted", func() (bool, string) {
+		left, _ := e.w.ipTimes(keys)
+		return len(left) == 0, fmt.Sprintf("%d Services left", len(left))
+	})
 }
 
 // endpointSlice is the slice of a Service with one ready endpoint on node,
@@ -182,46 +205,4 @@ func endpointSlice(key, node string, i int) *discoveryv1.EndpointSlice {
 		}},
 		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](80), Protocol: ptr.To(v1.ProtocolTCP)}},
 	}
-}
-
-// object kinds the floor writes to.
-const (
-	kindNode  = "node"
-	kindSvc   = "service"
-	kindSlice = "endpointslice"
-)
-
-// floor is the time the floor's client (the CCM's QPS and burst, the CCM's
-// number of workers) takes to write once to each object: a merge patch of
-// one label, a real write with a watch event, that no controller acts on.
-func (e *env) floor(ctx context.Context, kind string, keys []string) (time.Duration, error) {
-	e.floorSeq++
-	patch := fmt.Appendf(nil, `{"metadata":{"labels":{"bench.metal-ccm.io/floor":"f%d"}}}`, e.floorSeq)
-	start := time.Now()
-	err := parallel(ctx, len(keys), e.o.Workers, func(ctx context.Context, i int) error {
-		return patchOnce(ctx, e.floorCS, kind, keys[i], patch)
-	})
-	if err != nil {
-		return 0, fmt.Errorf("bench: floor: %w", err)
-	}
-	return time.Since(start), nil
-}
-
-func patchOnce(ctx context.Context, cs kubernetes.Interface, kind, key string, patch []byte) error {
-	ns, name := splitKey(key)
-	var err error
-	switch kind {
-	case kindNode:
-		_, err = cs.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-	case kindSvc:
-		_, err = cs.CoreV1().Services(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-	case kindSlice:
-		_, err = cs.DiscoveryV1().EndpointSlices(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-	default:
-		err = fmt.Errorf("unknown kind %q", kind)
-	}
-	if err != nil {
-		return fmt.Errorf("patch %s %s: %w", kind, key, err)
-	}
-	return nil
 }

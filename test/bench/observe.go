@@ -166,18 +166,19 @@ var debugClient = &http.Client{Transport: &http.Transport{
 	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the CCM's self-signed serving cert on loopback
 }}
 
-// profileCPU fetches a CPU profile of the CCM over the scenario's first
-// PprofSeconds into PprofDir, when it is set; the returned func waits for it.
-func (e *env) profileCPU(ctx context.Context, id string) func() {
+// profileCPU fetches a CPU profile of the CCM over the next seconds into
+// PprofDir/name.cpu.pb.gz, when PprofDir is set; the returned func waits for
+// it.
+func (e *env) profileCPU(ctx context.Context, name string, seconds int) func() {
 	if e.o.PprofDir == "" {
 		return func() {}
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		path := fmt.Sprintf("/debug/pprof/profile?seconds=%d", e.o.PprofSeconds)
-		if err := e.fetchDebug(ctx, path, id+".cpu.pb.gz"); err != nil {
-			e.log.Error(err, "CPU profile", "scenario", id)
+		path := fmt.Sprintf("/debug/pprof/profile?seconds=%d", max(1, seconds))
+		if err := e.fetchDebug(ctx, path, name+".cpu.pb.gz"); err != nil {
+			e.log.Error(err, "CPU profile", "name", name)
 		}
 	}()
 	return func() { <-done }

@@ -42,7 +42,9 @@ func (e *env) steadyState(ctx context.Context, s *Scenario) error {
 		return err
 	}
 	e.log.Info("Idle", "for", e.o.SteadyIdle)
+	stopProfile := e.profileCPU(ctx, ScenarioSteady+"-idle", min(e.o.PprofSeconds, int(e.o.SteadyIdle.Seconds())))
 	peak, err := e.idle(ctx)
+	stopProfile()
 	if err != nil {
 		return err
 	}
@@ -58,6 +60,7 @@ func (e *env) steadyState(ctx context.Context, s *Scenario) error {
 	s.add("rss_hwm_mib", "CCM RSS, highest since start (VmHWM)", mib(after.ccm.PeakRSS), "MiB")
 	s.add("cpu_pct", "CCM CPU, % of one core", 100*d.ccmCPU.Seconds()/idle, "%").atMost(5, "< 5%", scaled)
 	s.add("api_rps", "CCM API requests per second", d.requests/idle, "req/s")
+	s.add("api_writes_ps", "CCM API writes per second", d.writes/idle, "req/s")
 	s.add("apiserver_lists", "LIST requests the API server served", d.apiLists, "count").atMost(0, "none (no re-list storms)", scaled)
 	s.add("apiserver_cpu_pct", "kube-apiserver + etcd CPU, % of one core", 100*(d.apiCPU+d.etcdCPU).Seconds()/idle, "%")
 	if e.ours() {
