@@ -29,7 +29,7 @@ var (
 // with its output not a terminal, the help is not wrapped: each flag is one
 // line, continued only where its usage has line breaks.
 func loadFlags(bin string) ([]flagSection, error) {
-	out, err := exec.Command(bin, "--help").Output() //nolint:gosec // the binary built from this tree
+	out, err := exec.Command(bin, "--help").Output()
 	if err != nil {
 		return nil, fmt.Errorf("%s --help: %w", bin, err)
 	}
