@@ -139,7 +139,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	var rec record.EventRecorder = bc.NewRecorder(scheme.Scheme, v1.EventSource{Component: eventComponent})
 	c.recorder.Store(&rec)
-	var ch clientHolder = client
+	ch := client
 	c.client.Store(&ch)
 	go func() {
 		<-ctx.Done()

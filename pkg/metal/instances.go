@@ -41,7 +41,7 @@ func (c *Cloud) InstanceExists(ctx context.Context, node *v1.Node) (bool, error)
 	}
 	pid, err := parseProviderID(node.Spec.ProviderID)
 	if err != nil || pid.source != sourceInventory {
-		return true, nil
+		return true, nil //nolint:nilerr // a providerID this provider did not write (or a discovered node's): never reported gone
 	}
 	klog.FromContext(ctx).Info("Machine is no longer in the inventory", "node", klog.KObj(node), "providerID", node.Spec.ProviderID)
 	return false, nil

@@ -91,7 +91,7 @@ func request(svc *v1.Service) (ipam.Request, error) {
 func requestedIPs(svc *v1.Service) ([]netip.Addr, error) {
 	raw, source := svc.Annotations[string(AnnotationLoadBalancerIPs)], string(AnnotationLoadBalancerIPs)
 	if raw == "" {
-		raw, source = svc.Spec.LoadBalancerIP, "spec.loadBalancerIP" //nolint:staticcheck // still honoured, deprecated upstream
+		raw, source = svc.Spec.LoadBalancerIP, "spec.loadBalancerIP" // still honoured, deprecated upstream
 	}
 	if strings.TrimSpace(raw) == "" {
 		return nil, nil
