@@ -69,7 +69,7 @@ func family(a netip.Addr) *api.Family {
 // sends them all. A locally originated path keeps its given next hop also
 // towards eBGP peers (third-party next hop).
 func apiPath(prefix netip.Prefix, nh netip.Addr, id uint32) (*api.Path, error) {
-	nlri, err := anypb.New(&api.IPAddressPrefix{Prefix: prefix.Addr().String(), PrefixLen: uint32(prefix.Bits())})
+	nlri, err := anypb.New(&api.IPAddressPrefix{Prefix: prefix.Addr().String(), PrefixLen: uint32(prefix.Bits())}) //nolint:gosec // 0 to 128 for a valid prefix
 	if err != nil {
 		return nil, fmt.Errorf("encode prefix %s: %w", prefix, err)
 	}

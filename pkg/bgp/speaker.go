@@ -371,7 +371,7 @@ func peerStateLogger(logger logr.Logger) func(*api.WatchEventResponse) {
 // peerConfig is GoBGP's configuration of p: the unicast family of its
 // address only, ADD-PATH send, and graceful restart when asked for.
 func peerConfig(localASN uint32, p Peer) *api.Peer {
-	hold := uint64(p.HoldTime / time.Second)
+	hold := uint64(p.HoldTime / time.Second) //nolint:gosec // withDefaults: 0, or 3s to 65535s
 	af := &api.AfiSafi{
 		Config:   &api.AfiSafiConfig{Family: family(p.Address), Enabled: true},
 		AddPaths: &api.AddPaths{Config: &api.AddPathsConfig{SendMax: maxNextHops}},
@@ -403,7 +403,7 @@ func peerConfig(localASN uint32, p Peer) *api.Peer {
 		// or after the deferral time.
 		peer.GracefulRestart = &api.GracefulRestart{
 			Enabled:         true,
-			RestartTime:     uint32(p.RestartTime / time.Second),
+			RestartTime:     uint32(p.RestartTime / time.Second), //nolint:gosec // withDefaults: at most 4095s
 			LocalRestarting: true,
 			DeferralTime:    uint32(grDeferral / time.Second),
 		}
