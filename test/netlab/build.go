@@ -27,7 +27,7 @@ func run(name string, args ...string) error {
 
 // output runs a command and returns its standard output.
 func output(name string, args ...string) (string, error) {
-	cmd := exec.Command(name, args...)
+	cmd := exec.Command(name, args...) //nolint:gosec // ip, bird, birdc and curl with the lab's own arguments
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -218,8 +218,11 @@ func linkMAC(ns, dev string) (string, error) {
 	var links []struct {
 		Address string `json:"address"`
 	}
-	if err := json.Unmarshal([]byte(out), &links); err != nil || len(links) != 1 || links[0].Address == "" {
-		return "", fmt.Errorf("MAC address of %s in %s: %q: %v", dev, ns, out, err)
+	if err := json.Unmarshal([]byte(out), &links); err != nil {
+		return "", fmt.Errorf("MAC address of %s in %s: %q: %w", dev, ns, out, err)
+	}
+	if len(links) != 1 || links[0].Address == "" {
+		return "", fmt.Errorf("MAC address of %s in %s: %q: not one link with an address", dev, ns, out)
 	}
 	return links[0].Address, nil
 }

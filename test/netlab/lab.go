@@ -200,7 +200,7 @@ var leftoverLink = regexp.MustCompile(`^mccm[0-9a-f]{6}h$`)
 // crashed lab left: while the lock is held no other lab exists, and such a
 // link would hold the same addresses.
 func acquireLock() (*os.File, error) {
-	f, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600) //nolint:gosec // a fixed path in the temporary folder
 	if err != nil {
 		return nil, fmt.Errorf("netlab lock: %w", err)
 	}
@@ -308,7 +308,7 @@ func segmentAddr(f Family, net, host int) netip.Addr {
 	if f == IPv6 {
 		return netip.MustParseAddr(fmt.Sprintf("2001:db8:%d::%d", net, host))
 	}
-	return netip.AddrFrom4([4]byte{198, 18, byte(net), byte(host)})
+	return netip.AddrFrom4([4]byte{198, 18, byte(net), byte(host)}) //nolint:gosec // segments 10 and 20, hosts up to 110
 }
 
 // SpeakerAddrs are the host's speaker source addresses of one family.

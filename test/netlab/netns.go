@@ -34,7 +34,7 @@ func (l *Lab) RunInNamespace(ns string, fn func() error) error {
 			return
 		}
 		defer func() { _ = self.Close() }()
-		target, err := os.Open(filepath.Join("/run/netns", ns))
+		target, err := os.Open(filepath.Join("/run/netns", ns)) //nolint:gosec // a namespace of this lab
 		if err != nil {
 			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("netlab enter %s: %w", ns, err)
