@@ -27,7 +27,7 @@ func TestBadConfigFailsStartupNamingEachField(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--kubeconfig", cp.AdminKubeconfig, "--cloud-config", cfg,
+	cmd := exec.CommandContext(ctx, bin, "--kubeconfig", cp.AdminKubeconfig, "--cloud-config", cfg, //nolint:gosec // the built CCM
 		"--bind-address", "127.0.0.1", "--secure-port", "0", "--leader-elect=false")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
