@@ -46,7 +46,7 @@ func TestPodRoutesWithoutOverlay(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg = filepath.Join(t.TempDir(), "routes.yaml")
-	if err := os.WriteFile(cfg, append(data, []byte("routes:\n  enabled: true\n")...), 0o600); err != nil {
+	if err := os.WriteFile(cfg, append(data, []byte("routes:\n  enabled: true\n")...), 0o600); err != nil { //nolint:gosec // in the test's temporary folder
 		t.Fatal(err)
 	}
 	c, err := cp.StartCCM(ctx, framework.CCMOptions{Name: "ccm-routes", CloudConfig: cfg, Args: []string{

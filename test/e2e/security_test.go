@@ -22,7 +22,7 @@ const nobody = 65534
 // announces, it listens on nothing but its own secure port, and the password
 // is in none of its output.
 func TestUnprivilegedSpeakerWithPassword(t *testing.T) {
-	const password = "md5-s3cret-e2e"
+	const password = "md5-s3cret-e2e" //nolint:gosec // the test's own password, between the lab's router and the replica
 	lab := netlab.New(t, netlab.Options{Nodes: 3, Speakers: 1, Password: password})
 	registerLabNodes(t, lab)
 
@@ -37,7 +37,7 @@ func TestUnprivilegedSpeakerWithPassword(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Chmod(dir, 0o750); err != nil {
+	if err := os.Chmod(dir, 0o750); err != nil { //nolint:gosec // a folder: nobody must enter it
 		t.Fatal(err)
 	}
 	own(dir)
@@ -65,7 +65,7 @@ func TestUnprivilegedSpeakerWithPassword(t *testing.T) {
 	}
 	cfg := strings.ReplaceAll(string(base), "    holdTime: 9s\n", "    holdTime: 9s\n    passwordFile: "+pwFile+"\n")
 	cfgPath := filepath.Join(dir, "cloud-config.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil { //nolint:gosec // in the test's temporary folder
 		t.Fatal(err)
 	}
 	own(cfgPath)
