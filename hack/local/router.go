@@ -43,7 +43,7 @@ bgp:
 		netlab.RouterAddr(netlab.IPv4), netlab.DefaultRouterASN, lab.SpeakerAddrs(netlab.IPv4)[0],
 		netlab.RouterAddr(netlab.IPv6), netlab.DefaultRouterASN, lab.SpeakerAddrs(netlab.IPv6)[0])
 	path := filepath.Join(dir, "cloud-config.yaml")
-	if err := os.WriteFile(path, append(base, []byte(bgp)...), 0o600); err != nil {
+	if err := os.WriteFile(path, append(base, []byte(bgp)...), 0o600); err != nil { //nolint:gosec // in the local cluster's own folder
 		_ = lab.Close()
 		return nil, "", fmt.Errorf("write config: %w", err)
 	}
