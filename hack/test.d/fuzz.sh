@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every fuzz target (func FuzzXxx(f *testing.F) in a _test.go file under
-# pkg/) for a bounded time: FUZZTIME each (default 8s; seven targets, under two
-# minutes once the instrumented builds are cached; the first build of pkg/metal
-# with fuzzing instrumentation takes minutes). `go test ./...` has already run their seed corpora
-# (testdata/fuzz/FuzzXxx). A failing input is written to the package's
+# pkg/) for a bounded time: FUZZTIME each (default 8s; seven targets take under
+# two minutes once the instrumented builds are cached, while the first
+# instrumented build of pkg/metal's dependencies takes minutes). New inputs are
+# minimized for at most 200 runs, so that the time goes to fuzzing. `go test
+# ./...` has already run the seed corpora (testdata/fuzz/FuzzXxx). A failing input is written to the package's
 # testdata/fuzz/FuzzXxx/ by go test: commit it with the fix, it then runs in
 # every `go test`.
 set -euo pipefail
