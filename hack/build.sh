@@ -26,4 +26,7 @@ if [ "$want" != "$have" ] || [ "$missing" = 1 ]; then
   echo "Built the control plane in $(( $(date +%s) - start ))s."
 fi
 
+# Helm, for the chart's test and the generated manifests (its own tools module).
+"$root/hack/build-helm.sh"
+
 (cd "$root" && go build -o "$bin/" ./cmd/... && go build -o "$bin/metal-local" ./hack/local)

@@ -1,7 +1,7 @@
 package metal
 
 // Annotation is a Service annotation the metal provider reads. The reference
-// in docs/annotations.md is generated from these comments.
+// in docs/reference/annotations.md is generated from these comments.
 type Annotation string
 
 const (
