@@ -63,7 +63,7 @@ func TestGracefulRestart(t *testing.T) {
 	ctx := waitCtx(t)
 
 	childLog := filepath.Join(t.TempDir(), "child.log")
-	logFile, err := os.Create(childLog)
+	logFile, err := os.Create(childLog) //nolint:gosec // in the test's temporary folder
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestGracefulRestart(t *testing.T) {
 	t.Cleanup(func() {
 		kill()
 		if t.Failed() {
-			b, _ := os.ReadFile(childLog)
+			b, _ := os.ReadFile(childLog) //nolint:gosec // in the test's temporary folder
 			t.Logf("speaker process output:\n%s", b)
 		}
 	})
