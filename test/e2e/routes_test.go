@@ -41,7 +41,7 @@ func TestPodRoutesWithoutOverlay(t *testing.T) {
 		}
 	}
 	cfg := ccmConfig(t, lab, 0, "198.18.120.0/24", "2001:db8:120::/120")
-	data, err := os.ReadFile(cfg)
+	data, err := os.ReadFile(cfg) //nolint:gosec // written by ccmConfig in the test's temporary folder
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,12 +43,12 @@ func TestUnprivilegedSpeakerWithPassword(t *testing.T) {
 	own(dir)
 	copyTo := func(src, name string) string {
 		t.Helper()
-		data, err := os.ReadFile(src)
+		data, err := os.ReadFile(src) //nolint:gosec // files the test wrote
 		if err != nil {
 			t.Fatal(err)
 		}
 		dst := filepath.Join(dir, name)
-		if err := os.WriteFile(dst, data, 0o600); err != nil {
+		if err := os.WriteFile(dst, data, 0o600); err != nil { //nolint:gosec // in the test's temporary folder
 			t.Fatal(err)
 		}
 		own(dst)
