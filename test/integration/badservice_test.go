@@ -43,7 +43,7 @@ func ipv6Only(s *v1.Service) {
 }
 
 func withLoadBalancerIP(ip string) svcOpt {
-	return func(s *v1.Service) { s.Spec.LoadBalancerIP = ip } //nolint:staticcheck // the deprecated field is still read
+	return func(s *v1.Service) { s.Spec.LoadBalancerIP = ip } // deprecated upstream, still read
 }
 
 func localPolicy(s *v1.Service) {
