@@ -129,7 +129,7 @@ func Profile(name string) (Options, error) {
 func (o *Options) validate() error {
 	var errs []error
 	if o.Dir == "" {
-		errs = append(errs, errors.New("Dir is required"))
+		errs = append(errs, errors.New("the scratch directory (Dir) is required"))
 	}
 	for _, id := range o.Only {
 		if !slices.Contains(AllScenarios, id) {
@@ -220,7 +220,7 @@ func machine() Machine {
 	m := Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version()}
 	var si unix.Sysinfo_t
 	if unix.Sysinfo(&si) == nil {
-		m.MemoryGiB = float64(uint64(si.Totalram)*uint64(si.Unit)) / (1 << 30)
+		m.MemoryGiB = float64(si.Totalram*uint64(si.Unit)) / (1 << 30)
 	}
 	var un unix.Utsname
 	if unix.Uname(&un) == nil {

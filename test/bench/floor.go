@@ -21,6 +21,9 @@ import (
 // that times them; the floor is what the API server allows.
 type floors struct {
 	join, lb time.Duration
+	// joinCreate and lbCreate are how long the harness took to register
+	// or create the items during the floor.
+	joinCreate, lbCreate time.Duration
 }
 
 // floorNamespace holds the LoadBalancer floor's Services, deleted after.
@@ -31,7 +34,7 @@ func (e *env) measureFloors(ctx context.Context) error {
 	if e.o.runs(ScenarioJoin) {
 		names, ips := nodeSet("floor", joinNodeBase, e.o.JoinNodes)
 		e.log.Info("Floor of the node-join storm", "nodes", len(names))
-		d, err := e.floorStorm(ctx, len(names),
+		d, c, err := e.floorStorm(ctx, len(names),
 			func(ctx context.Context, i int) error {
 				_, err := framework.RegisterNode(ctx, e.cs, names[i], true, ips[i].String())
 				return err
@@ -43,7 +46,7 @@ func (e *env) measureFloors(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		e.floors.join = d
+		e.floors.join, e.floors.joinCreate = d, c
 		if err := e.deleteNodes(ctx, names); err != nil {
 			return err
 		}
@@ -55,7 +58,7 @@ func (e *env) measureFloors(ctx context.Context) error {
 		}
 		e.log.Info("Floor of the LoadBalancer storm", "services", len(keys))
 		_, ips := nodeSet("", netip.MustParsePrefix(lbPool).Addr(), len(keys))
-		d, err := e.floorStorm(ctx, len(keys),
+		d, c, err := e.floorStorm(ctx, len(keys),
 			func(ctx context.Context, i int) error { return e.createService(ctx, keys[i], false) },
 			func(ctx context.Context, i int) error {
 				ns, name := splitKey(keys[i])
@@ -67,7 +70,7 @@ func (e *env) measureFloors(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		e.floors.lb = d
+		e.floors.lb, e.floors.lbCreate = d, c
 		// Gone before the CCM starts: it would take them for its own.
 		if err := e.deleteServices(ctx, keys); err != nil {
 			return err
@@ -79,23 +82,26 @@ func (e *env) measureFloors(ctx context.Context) error {
 // floorStorm creates n items with the harness's client (create), and, as
 // each is created, writes it once with the floor's client (write), Workers
 // at a time. It returns the time from the start to the last write, as the
-// watch saw it (seen: the latest time and how many were seen).
+// watch saw it (seen: the latest time and how many were seen), and the time
+// the creations took.
 func (e *env) floorStorm(ctx context.Context, n int, create, write func(context.Context, int) error,
-	seen func() (time.Time, int)) (time.Duration, error) {
+	seen func() (time.Time, int)) (total, creating time.Duration, err error) {
 	created := make(chan int, n)
 	start := time.Now()
 	errc := make(chan error, 1)
 	go func() {
 		defer close(created)
-		errc <- parallel(ctx, n, harnessWorkers, func(ctx context.Context, i int) error {
+		err := parallel(ctx, n, harnessWorkers, func(ctx context.Context, i int) error {
 			if err := create(ctx, i); err != nil {
 				return err
 			}
 			created <- i
 			return nil
 		})
+		creating = time.Since(start) // read after errc's receive
+		errc <- err
 	}()
-	err := parallel(ctx, n, e.o.Workers, func(ctx context.Context, _ int) error {
+	err = parallel(ctx, n, e.o.Workers, func(ctx context.Context, _ int) error {
 		i, ok := <-created
 		if !ok {
 			return nil
@@ -103,10 +109,10 @@ func (e *env) floorStorm(ctx context.Context, n int, create, write func(context.
 		return write(ctx, i)
 	})
 	if cerr := <-errc; cerr != nil {
-		return 0, fmt.Errorf("bench: floor: %w", cerr)
+		return 0, 0, fmt.Errorf("bench: floor: %w", cerr)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("bench: floor: %w", err)
+		return 0, 0, fmt.Errorf("bench: floor: %w", err)
 	}
 	var last time.Time
 	if err := e.waitFor(ctx, "the floor's writes", func() (bool, string) {
@@ -114,9 +120,9 @@ func (e *env) floorStorm(ctx context.Context, n int, create, write func(context.
 		last, got = seen()
 		return got == n, fmt.Sprintf("%d of %d writes seen", got, n)
 	}); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return last.Sub(start), nil
+	return last.Sub(start), creating, nil
 }
 
 // object kinds the label floor writes to.

@@ -79,19 +79,39 @@ func (e *env) registerNodes(ctx context.Context, names []string, ips []netip.Add
 
 // deleteNodes deletes the nodes and waits until the watch has seen them go.
 func (e *env) deleteNodes(ctx context.Context, names []string) error {
-	err := parallel(ctx, len(names), harnessWorkers, func(ctx context.Context, i int) error {
-		err := e.cs.CoreV1().Nodes().Delete(ctx, names[i], metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("bench: delete node %s: %w", names[i], err)
+	return e.deleteAll(ctx, "nodes", names,
+		func(ctx context.Context, key string) error {
+			return e.cs.CoreV1().Nodes().Delete(ctx, key, metav1.DeleteOptions{})
+		},
+		func() int { return e.w.nodesLeft(names) })
+}
+
+// deleteServices deletes the Services and waits until the watch has seen
+// them go (the harness deletes only Services that had an address).
+func (e *env) deleteServices(ctx context.Context, keys []string) error {
+	return e.deleteAll(ctx, "Services", keys,
+		func(ctx context.Context, key string) error {
+			ns, name := splitKey(key)
+			return e.cs.CoreV1().Services(ns).Delete(ctx, name, metav1.DeleteOptions{})
+		},
+		func() int { left, _ := e.w.ipTimes(keys); return len(left) })
+}
+
+// deleteAll deletes every key with del and waits until left says none is
+// left.
+func (e *env) deleteAll(ctx context.Context, what string, keys []string, del func(context.Context, string) error, left func() int) error {
+	err := parallel(ctx, len(keys), harnessWorkers, func(ctx context.Context, i int) error {
+		if err := del(ctx, keys[i]); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("bench: delete %s %s: %w", what, keys[i], err)
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	return e.waitFor(ctx, "nodes deleted", func() (bool, string) {
-		left := e.w.nodesLeft(names)
-		return left == 0, fmt.Sprintf("%d nodes left", left)
+	return e.waitFor(ctx, what+" deleted", func() (bool, string) {
+		n := left()
+		return n == 0, fmt.Sprintf("%d %s left", n, what)
 	})
 }
 
@@ -167,26 +187,6 @@ func (e *env) createService(ctx context.Context, key string, local bool) error {
 		return fmt.Errorf("bench: create Service %s: %w", key, err)
 	}
 	return nil
-}
-
-// deleteServices deletes the Services and waits until the watch has seen
-// them go (the harness deletes only Services that had an address).
-func (e *env) deleteServices(ctx context.Context, keys []string) error {
-	err := parallel(ctx, len(keys), harnessWorkers, func(ctx context.Context, i int) error {
-		ns, name := splitKey(keys[i])
-		err := e.cs.CoreV1().Services(ns).Delete(ctx, name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("bench: delete Service %s: %w", keys[i], err)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return e.waitFor(ctx, "Services deleted", func() (bool, string) {
-		left, _ := e.w.ipTimes(keys)
-		return len(left) == 0, fmt.Sprintf("%d Services left", len(left))
-	})
 }
 
 // endpointSlice is the slice of a Service with one ready endpoint on node,

@@ -74,7 +74,7 @@ func TestParsePathChange(t *testing.T) {
 func TestLogTail(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ccm.log")
 	write := func(s string) {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600) //nolint:gosec // a file in the test's temporary directory
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -78,9 +78,9 @@ func parseCPU(stat []byte) (time.Duration, error) {
 	if len(fields) < 13 {
 		return 0, fmt.Errorf("%d fields after the command name, want at least 13", len(fields))
 	}
-	var ticks uint64
+	var ticks int64
 	for _, f := range fields[11:13] {
-		n, err := strconv.ParseUint(f, 10, 64)
+		n, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
 			return 0, fmt.Errorf("CPU time %q: %w", f, err)
 		}
