@@ -111,14 +111,14 @@ func start(ctx context.Context, o Options) (e *env, err error) {
 
 func (e *env) startRouter() error {
 	if e.o.Router == RouterOff {
-		e.noRouter = "off (-router=off)"
+		e.noRouter = "-router=off"
 		return nil
 	}
 	if err := netlab.Available(); err != nil {
 		if e.o.Router == RouterOn {
 			return fmt.Errorf("bench: router: %w", err)
 		}
-		e.noRouter = "none: " + err.Error()
+		e.noRouter = err.Error()
 		return nil
 	}
 	e.log.Info("Starting the BIRD router lab")
@@ -134,7 +134,7 @@ func (e *env) routerText() string {
 	if e.lab != nil {
 		return "BIRD 2 in network namespaces (root)"
 	}
-	return e.noRouter
+	return "none (" + e.noRouter + ")"
 }
 
 func (e *env) clients() error {
