@@ -146,13 +146,12 @@ func (a *Allocator) Observe(o Owner, status []netip.Addr) (lost []netip.Addr, ev
 			}
 		}
 		if blocked {
+			// Also what it held before: its sharing key or ports may have
+			// changed since, so that it may no longer share ip.
 			if !h.lost[ip] {
-				if h.lost == nil {
-					h.lost = map[netip.Addr]bool{}
-				}
-				h.lost[ip] = true
 				lost = append(lost, ip)
 			}
+			a.drop(o.Key, ip)
 			continue
 		}
 		for _, other := range others {
@@ -254,6 +253,7 @@ func (a *Allocator) Assign(req Request) ([]netip.Addr, error) {
 	h.assigned = out
 	for _, ip := range out {
 		a.claim(ip, &h.owner)
+		delete(h.lost, ip) // it was free again, and now it is this Service's
 	}
 	return out, nil
 }
