@@ -5,11 +5,8 @@
 package e2e
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -23,36 +20,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	if err := netlab.Available(); err != nil {
-		fmt.Printf("e2e: every test skips: %v\n", err)
-		return m.Run()
-	}
-	dir, err := os.MkdirTemp("", "metal-ccm-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cp, err = framework.StartControlPlane(ctx, framework.Options{Dir: dir})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "start control plane: %v\n", err)
-		return 1
-	}
-	defer cp.Stop()
-	if client, err = cp.Client(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	code := m.Run()
-	if code == 0 {
-		_ = os.RemoveAll(dir)
-	} else {
-		fmt.Fprintf(os.Stderr, "logs kept in %s/logs\n", dir)
-	}
-	return code
+	os.Exit(framework.RunTests(m, "e2e", framework.Options{}, netlab.Available, func(c *framework.ControlPlane, cs kubernetes.Interface) {
+		cp, client = c, cs
+	}))
 }
