@@ -27,8 +27,8 @@ type sample struct {
 	logOffset int64
 	// From the router (0 without one): paths received and withdrawn.
 	bgpUpdates, bgpWithdraws float64
-	// From the API server's /metrics: LIST requests it served.
-	apiLists float64
+	// From the API server's /metrics: LIST requests it served, by resource.
+	apiLists map[string]float64
 }
 
 // delta is what happened between two samples.
@@ -37,7 +37,7 @@ type delta struct {
 	requests, writes, lbSyncs float64
 	ccmCPU, apiCPU, etcdCPU   time.Duration
 	bgpUpdates, bgpWithdraws  float64
-	apiLists                  float64
+	apiLists                  map[string]float64 // by resource, only those with some
 }
 
 // metricsTries bounds the attempts to read the CCM's /metrics: a CCM busy
@@ -80,9 +80,13 @@ func (e *env) sample(ctx context.Context) (sample, error) {
 	if err != nil {
 		return s, fmt.Errorf("bench: API server metrics: %w", err)
 	}
-	s.apiLists = promSum(string(raw), "apiserver_request_total", func(labels string) bool {
-		return strings.Contains(labels, `verb="LIST"`)
-	})
+	s.apiLists = map[string]float64{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `verb="LIST"`) {
+			continue
+		}
+		s.apiLists[labelValue(line, "resource")] += promSum(line, "apiserver_request_total", nil)
+	}
 	return s, nil
 }
 
@@ -107,13 +111,38 @@ func (e *env) ccmMetrics(ctx context.Context) (string, error) {
 }
 
 func (a sample) to(b sample) delta {
-	return delta{
+	d := delta{
 		wall:     b.at.Sub(a.at),
 		requests: b.requests - a.requests, writes: b.writes - a.writes, lbSyncs: b.lbSyncs - a.lbSyncs,
 		ccmCPU: b.ccm.CPU - a.ccm.CPU, apiCPU: b.apiserver.CPU - a.apiserver.CPU, etcdCPU: b.etcd.CPU - a.etcd.CPU,
 		bgpUpdates: b.bgpUpdates - a.bgpUpdates, bgpWithdraws: b.bgpWithdraws - a.bgpWithdraws,
-		apiLists: b.apiLists - a.apiLists,
+		apiLists: map[string]float64{},
 	}
+	for r, n := range b.apiLists {
+		if n > a.apiLists[r] {
+			d.apiLists[r] = n - a.apiLists[r]
+		}
+	}
+	return d
+}
+
+// listCount is the number of LIST requests of a delta.
+func (d delta) listCount() float64 {
+	var n float64
+	for _, v := range d.apiLists {
+		n += v
+	}
+	return n
+}
+
+// labelValue is the value of a label in a Prometheus sample line.
+func labelValue(line, label string) string {
+	_, rest, ok := strings.Cut(line, label+`="`)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(rest, `"`)
+	return v
 }
 
 // promSum sums the samples of the named metric in Prometheus text whose

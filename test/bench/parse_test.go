@@ -32,6 +32,10 @@ service_controller_loadbalancer_sync_total 12
 	if got := promSum(text, "absent", nil); got != 0 {
 		t.Errorf("absent = %v", got)
 	}
+	line := `apiserver_request_total{code="200",component="apiserver",resource="services",verb="LIST",version="v1"} 3`
+	if got := labelValue(line, "resource"); got != "services" {
+		t.Errorf("labelValue = %q", got)
+	}
 }
 
 func TestParseBirdStats(t *testing.T) {
