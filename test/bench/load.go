@@ -178,6 +178,9 @@ func (e *env) createService(ctx context.Context, key string, local bool) error {
 		Spec: v1.ServiceSpec{
 			Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": name},
 			Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}},
+			// The NodePort range has 2,768 ports; the steady state has up to
+			// 10,000 Services, and a BGP-announced address needs no NodePort.
+			AllocateLoadBalancerNodePorts: ptr.To(false),
 		},
 	}
 	if local {
