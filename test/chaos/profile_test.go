@@ -1,0 +1,41 @@
+package chaos
+
+import (
+	"errors"
+	"fmt"
+)
+
+// profile sets how hard each fault is pushed.
+type profile struct {
+	name string
+	// stormServices are created during the leader kills; kills is how many.
+	stormServices, kills int
+	// apiServices are created around apiRestarts restarts of kube-apiserver.
+	apiServices, apiRestarts int
+	// routeServices are announced through routerRestarts restarts of the
+	// router and flaps BGP session flaps.
+	routeServices, routerRestarts, flaps int
+	// cutServices exist while a replica is cut off.
+	cutServices int
+}
+
+var profiles = map[string]profile{
+	"short": {name: "short", stormServices: 60, kills: 3, apiServices: 40, apiRestarts: 1,
+		routeServices: 30, routerRestarts: 1, flaps: 1, cutServices: 10},
+	"full": {name: "full", stormServices: 1000, kills: 20, apiServices: 300, apiRestarts: 2,
+		routeServices: 500, routerRestarts: 3, flaps: 5, cutServices: 50},
+}
+
+// errProfile refuses an unknown CHAOS_PROFILE.
+var errProfile = errors.New("unknown chaos profile")
+
+func selectProfile(name string) (profile, error) {
+	if name == "" {
+		name = "short"
+	}
+	p, ok := profiles[name]
+	if !ok {
+		return profile{}, fmt.Errorf("CHAOS_PROFILE=%q: %w (short or full)", name, errProfile)
+	}
+	return p, nil
+}

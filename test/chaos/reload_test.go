@@ -1,0 +1,142 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+const (
+	reloadPools = "  - {name: default, addresses: [198.18.64.0/24]}\n"
+	extraPool   = "  - {name: extra, autoAssign: false, addresses: [198.18.65.0/24]}\n"
+	badPools    = "  - {name: default, addresses: [not-a-range]}\n"
+)
+
+func inPool(name, pool string) *v1.Service {
+	s := lbService("", name)
+	s.Annotations = map[string]string{"metal-ccm.io/pool": pool}
+	return s
+}
+
+// metricsShow waits until every running replica's /metrics has every line,
+// and returns how long that took.
+func metricsShow(ctx context.Context, rs *replicaSet, lines ...string) (time.Duration, error) {
+	return waitUntil(ctx, fmt.Sprintf("every replica's metrics show %v", lines), func() bool {
+		for i := range rs.size() {
+			m, err := cp.Metrics(ctx, rs.proc(i))
+			if err != nil {
+				return false
+			}
+			for _, l := range lines {
+				if !strings.Contains(m, l) {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
+// TestChaosConfigReload changes the cloud-config file of three running
+// replicas in the middle of a Service storm, as a ConfigMap update does: a
+// new pool applies without a restart; then an invalid config is refused with
+// a log line and metrics, and the config before it goes on working.
+func TestChaosConfigReload(t *testing.T) {
+	ns := "chaos-reload"
+	ctx, rs, tr := setup(t, ns, 3, reloadPools, fastLease)
+	pids := make([]int, rs.size())
+	for i := range pids {
+		pids[i] = rs.proc(i).PID()
+	}
+	n := prof.apiServices
+	var created atomic.Int64
+	stormDone := make(chan error, 1)
+	go func() { stormDone <- storm(ctx, ns, "l", n, 20*time.Second, &created) }()
+
+	valid := result{fault: "config reload: a new pool, mid-storm", requests: -1, injected: 1,
+		scale: fmt.Sprintf("%d Services, 3 replicas", n), note: "applied without a restart"}
+	pending := inPool("wants-extra", "extra")
+	pending.Namespace = ns
+	if err := createService(ctx, pending); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // refused for an unknown pool meanwhile
+	if err := rs.rewriteConfigs(reloadPools + extraPool); err != nil {
+		t.Fatal(err)
+	}
+	written := time.Now()
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	defer wcancel()
+	if _, err := waitUntil(wctx, "the waiting Service gets an address of the new pool", func() bool {
+		return strings.HasPrefix(tr.firstIP("wants-extra"), "198.18.65.")
+	}); err != nil {
+		t.Error(err)
+	} else {
+		valid.recovery = append(valid.recovery, time.Since(written))
+		valid.survived = 1
+	}
+	if _, err := metricsShow(wctx, rs, `metal_ccm_config_reloads_total{result="success"} 1`, "metal_ccm_config_last_reload_successful 1"); err != nil {
+		t.Error(err)
+		valid.survived = 0
+	}
+	t.Logf("new pool in use %v after the files changed", valid.recovery)
+
+	invalid := result{fault: "config reload: an invalid config, mid-storm", requests: -1, injected: 1,
+		scale: "3 replicas", note: "refused (log line, metrics); the previous config goes on"}
+	if err := rs.rewriteConfigs(badPools); err != nil {
+		t.Fatal(err)
+	}
+	refused, err := metricsShow(wctx, rs, `metal_ccm_config_reloads_total{result="failure"} 1`, "metal_ccm_config_last_reload_successful 0")
+	if err != nil {
+		t.Error(err)
+	} else {
+		invalid.recovery = append(invalid.recovery, refused)
+	}
+	for i := range rs.size() {
+		if !logContains(rs.proc(i).LogPath, "refused the changed cloud config") {
+			t.Errorf("replica %d logged no refusal", i)
+		}
+	}
+	after := inPool("after-invalid", "extra")
+	after.Namespace = ns
+	if err := createService(ctx, after); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := waitUntil(wctx, "a Service of the new pool after the invalid config", func() bool {
+		return strings.HasPrefix(tr.firstIP("after-invalid"), "198.18.65.")
+	}); err != nil {
+		t.Error(err)
+	} else if refused > 0 {
+		invalid.survived = 1
+	}
+
+	if err := <-stormDone; err != nil {
+		t.Fatalf("storm: %v", err)
+	}
+	if err := tr.waitAssigned(wctx, n+2); err != nil {
+		t.Errorf("after the storm: %v", err)
+	}
+	for i, pid := range pids {
+		if c := rs.proc(i); c.Exited() || c.PID() != pid {
+			t.Errorf("replica %d restarted or exited", i)
+			valid.survived, invalid.survived = 0, 0
+		}
+	}
+	// Valid again, so that the replicas release the Services at the end.
+	if err := rs.rewriteConfigs(reloadPools + extraPool); err != nil {
+		t.Fatal(err)
+	}
+	var res result
+	checkFinal(ctx, t, tr, ns, n+2, &res)
+	valid.duplicates, valid.changed = res.duplicates, res.changed
+	invalid.duplicates, invalid.changed = res.duplicates, res.changed
+	valid.pass = valid.survived == 1 && res.pass
+	invalid.pass = invalid.survived == 1 && res.pass
+	record(valid)
+	record(invalid)
+}
