@@ -202,7 +202,10 @@ func cutLeader(ctx context.Context, t *testing.T, rs *replicaSet, tr *tracker, n
 		t.Logf("the router dropped the dead leader's paths %s after it exited (graceful restart time %s)",
 			(flushed + exitedAgo).Round(time.Second), grRestartTime)
 	}
-	// As its Deployment would, start it again, reconnected.
+	if lab == nil {
+		res.note += "; announcements not checked: " + labSkip
+	}
+	// As its DaemonSet would, start it again, reconnected.
 	rs.proxies[l].Restore()
 	if _, err := rs.start(l); err != nil {
 		t.Fatal(err)
