@@ -42,7 +42,7 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cp, err = framework.StartControlPlane(ctx, framework.Options{Dir: dir})
+	cp, err = framework.StartControlPlane(ctx, framework.Options{Dir: dir, ServiceCIDR: serviceCIDR})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "start control plane: %v\n", err)
 		return 1
@@ -87,6 +87,10 @@ func run(m *testing.M) int {
 	}
 	return code
 }
+
+// serviceCIDR has room for the storms' cluster IPs (the framework's default
+// /24 has 254).
+const serviceCIDR = "198.18.208.0/20,2001:db8:200::/112"
 
 // nodeCount is the number of nodes, the lab's or (without the lab) the same
 // names and addresses with no namespace behind them.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
@@ -166,17 +167,26 @@ func lbService(ns, name string) *v1.Service {
 			Type:     v1.ServiceTypeLoadBalancer,
 			Selector: map[string]string{"app": name},
 			Ports:    []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}},
+			// Thousands of Services would exhaust the node port range.
+			AllocateLoadBalancerNodePorts: ptr.To(false),
 		},
 	}
 }
 
-// createService creates a Service, retrying through API server outages
-// until ctx ends; an AlreadyExists after a retry counts as created.
+// createService creates a Service, retrying for up to two minutes through
+// API server outages; an AlreadyExists after a retry counts as created.
 func createService(ctx context.Context, svc *v1.Service) error {
-	return wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{})
-		return err == nil || apierrors.IsAlreadyExists(err), nil
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		_, last = client.CoreV1().Services(svc.Namespace).Create(rctx, svc, metav1.CreateOptions{})
+		return last == nil || apierrors.IsAlreadyExists(last), nil
 	})
+	if err != nil {
+		return fmt.Errorf("create %s/%s: %w (last: %w)", svc.Namespace, svc.Name, err, last)
+	}
+	return nil
 }
 
 // storm creates n Services named prefix-NNNN over about d with 8 workers,
