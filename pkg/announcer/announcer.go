@@ -7,6 +7,7 @@ package announcer
 
 import (
 	"context"
+	"hash/fnv"
 	"net/netip"
 	"slices"
 	"strings"
@@ -339,9 +340,44 @@ func (a *Announcer) contribution(key string) map[netip.Prefix][]netip.Addr {
 				hops = append(hops, h)
 			}
 		}
-		out[netip.PrefixFrom(ip, ip.BitLen())] = hops
+		p := netip.PrefixFrom(ip, ip.BitLen())
+		out[p] = capNextHops(p, hops)
 	}
 	return out
+}
+
+// MaxNextHops is the most next hops one address is announced with: the
+// speaker's ADD-PATH limit.
+const MaxNextHops = 255
+
+// capNextHops keeps at most MaxNextHops next hops, chosen by rendezvous
+// hashing of the prefix and each hop: every prefix gets a stable choice, the
+// prefixes spread over all nodes, and a node that comes or goes moves few
+// paths.
+func capNextHops(p netip.Prefix, hops []netip.Addr) []netip.Addr {
+	if len(hops) <= MaxNextHops {
+		return hops
+	}
+	score := func(h netip.Addr) uint64 {
+		f := fnv.New64a()
+		b, _ := p.MarshalBinary()
+		_, _ = f.Write(b)
+		hb, _ := h.MarshalBinary()
+		_, _ = f.Write(hb)
+		return f.Sum64()
+	}
+	sorted := slices.Clone(hops)
+	slices.SortFunc(sorted, func(a, b netip.Addr) int {
+		sa, sb := score(a), score(b)
+		switch {
+		case sa < sb:
+			return -1
+		case sa > sb:
+			return 1
+		}
+		return a.Compare(b)
+	})
+	return sorted[:MaxNextHops]
 }
 
 func (a *Announcer) withReadyEndpoints(svc *v1.Service) map[string]nodeHops {

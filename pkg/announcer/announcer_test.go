@@ -195,3 +195,36 @@ func TestPodRoutes(t *testing.T) {
 		return sp.get("198.19.1.0/24") == "[]" && sp.get("2001:db8:101::/64") == "[]" && len(an.NodeRoutes()) == 1
 	})
 }
+
+func TestNextHopsAreCappedStably(t *testing.T) {
+	var hops []netip.Addr
+	for i := range 300 {
+		hops = append(hops, netip.AddrFrom4([4]byte{198, 18, byte(10 + i/250), byte(i % 250)}))
+	}
+	p := netip.MustParsePrefix("198.18.100.1/32")
+	got := capNextHops(p, hops)
+	if len(got) != MaxNextHops {
+		t.Fatalf("%d next hops, want %d", len(got), MaxNextHops)
+	}
+	// Stable, and one node more or less moves at most one path.
+	if again := capNextHops(p, slices.Clone(hops)); fmt.Sprint(again) != fmt.Sprint(got) {
+		t.Error("choice not stable")
+	}
+	fewer := capNextHops(p, hops[1:])
+	moved := 0
+	for _, h := range fewer {
+		if !slices.Contains(got, h) {
+			moved++
+		}
+	}
+	if moved > 1 {
+		t.Errorf("removing one node moved %d paths", moved)
+	}
+	other := capNextHops(netip.MustParsePrefix("198.18.100.2/32"), hops)
+	if fmt.Sprint(other) == fmt.Sprint(got) {
+		t.Error("every prefix chose the same nodes")
+	}
+	if small := capNextHops(p, hops[:3]); len(small) != 3 {
+		t.Errorf("a short list was cut: %v", small)
+	}
+}
