@@ -27,13 +27,18 @@ func TestChaosLeaderKill(t *testing.T) {
 		scale: fmt.Sprintf("%d Services, 3 replicas", prof.stormServices)}
 	loop := vipLoop(ctx, t, ns, tr, 3)
 
-	// The storm runs while the leader is killed, about every 5s.
+	// The storm runs while the leader is killed, about every 7s (1 to 4s
+	// after a leader is seen, plus the takeover).
 	var created atomic.Int64
 	stormDone := make(chan error, 1)
 	go func() {
-		stormDone <- storm(ctx, ns, "s", prof.stormServices, time.Duration(prof.kills)*5*time.Second, &created)
+		stormDone <- storm(ctx, ns, "s", prof.stormServices, time.Duration(prof.kills)*7*time.Second, &created)
 	}()
+	during := 0
 	for k := range prof.kills {
+		if int(created.Load()) < prof.stormServices {
+			during++
+		}
 		time.Sleep(time.Duration(1000+rand.IntN(3000)) * time.Millisecond) //nolint:gosec // jitter, not security
 		took, err := killLeader(ctx, t, rs, tr)
 		res.injected++
@@ -47,6 +52,7 @@ func TestChaosLeaderKill(t *testing.T) {
 	if err := <-stormDone; err != nil {
 		t.Fatalf("storm: %v", err)
 	}
+	res.note = fmt.Sprintf("%d of the kills while Services were still being created", during)
 	want := prof.stormServices
 	if lab != nil {
 		want++ // the VIP's Service
