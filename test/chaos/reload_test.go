@@ -12,7 +12,7 @@ import (
 )
 
 const (
-	reloadPools = "  - {name: default, addresses: [198.18.64.0/24]}\n"
+	reloadPools = "  - {name: default, addresses: [198.18.68.0/22]}\n"
 	extraPool   = "  - {name: extra, autoAssign: false, addresses: [198.18.65.0/24]}\n"
 	badPools    = "  - {name: default, addresses: [not-a-range]}\n"
 )
