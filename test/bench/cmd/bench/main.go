@@ -98,6 +98,9 @@ func run() error {
 	o.Dir = filepath.Join(*out, "run")
 	if *pprof {
 		o.PprofDir = filepath.Join(*out, "pprof")
+		if err := os.RemoveAll(o.PprofDir); err != nil {
+			return fmt.Errorf("clean %s: %w", o.PprofDir, err)
+		}
 	}
 	if err := os.RemoveAll(o.Dir); err != nil {
 		return fmt.Errorf("clean %s: %w", o.Dir, err)
