@@ -10,6 +10,6 @@ cd "$root"
 "$root/hack/install-deps.sh"
 "$root/hack/build.sh"
 mkdir -p "$root/_output"
-echo "Running the chaos suite (profile ${CHAOS_PROFILE:-full}; the full one takes about 20 minutes) ..."
+echo "Running the chaos suite (profile ${CHAOS_PROFILE:-full}; the full one takes about 10 minutes) ..."
 CHAOS_PROFILE=${CHAOS_PROFILE:-full} CHAOS_REPORT="$root/docs/reliability.md" \
   go test -count=1 -timeout 90m -v ./test/chaos/ 2>&1 | tee "$root/_output/chaos.log"

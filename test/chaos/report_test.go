@@ -62,7 +62,7 @@ func (r result) recoveryText() string {
 	}
 	s := slices.Clone(r.recovery)
 	slices.Sort(s)
-	text := fmt.Sprintf("%s / %s", s[len(s)/2].Round(10*time.Millisecond), s[len(s)-1].Round(10*time.Millisecond))
+	text := fmt.Sprintf("%s / %s", s[(len(s)-1)/2].Round(10*time.Millisecond), s[len(s)-1].Round(10*time.Millisecond))
 	if r.limit > 0 {
 		text += fmt.Sprintf(" (limit %s)", r.limit)
 	}
