@@ -42,7 +42,7 @@ func ParseRange(s string) (Range, error) {
 		if b.Less(a) {
 			return Range{}, fmt.Errorf("parse range %q: %w: the first address is after the last", s, ErrBadRange)
 		}
-		return Range{First: a, Last: b}, nil
+		return checkMapped(s, Range{First: a, Last: b})
 	}
 	p, err := netip.ParsePrefix(s)
 	if err != nil {
@@ -54,7 +54,19 @@ func ParseRange(s string) (Range, error) {
 	if p.Masked() != p {
 		return Range{}, fmt.Errorf("parse range %q: %w: host bits are set, the network is %s", s, ErrBadRange, p.Masked())
 	}
-	return Range{First: p.Addr(), Last: lastOf(p)}, nil
+	return checkMapped(s, Range{First: p.Addr(), Last: lastOf(p)})
+}
+
+// mappedSpace is ::ffff:0:0/96, where IPv4-mapped IPv6 addresses are.
+var mappedSpace = Range{First: netip.MustParseAddr("::ffff:0.0.0.0"), Last: netip.MustParseAddr("::ffff:255.255.255.255")}
+
+// checkMapped refuses an IPv6 range that covers part of the IPv4-mapped
+// space (as "::/64" does): its addresses would be taken for IPv4 ones.
+func checkMapped(s string, r Range) (Range, error) {
+	if r.Overlaps(mappedSpace) {
+		return Range{}, fmt.Errorf("parse range %q: %w: it covers IPv4-mapped addresses (%s)", s, ErrBadRange, mappedSpace)
+	}
+	return r, nil
 }
 
 func lastOf(p netip.Prefix) netip.Addr {

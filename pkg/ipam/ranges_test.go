@@ -38,7 +38,8 @@ func TestParseRange(t *testing.T) {
 		})
 	}
 	for _, bad := range []string{"", "x", "198.18.100.1/24", "198.18.0.9-198.18.0.1", "198.18.0.1-2001:db8::1",
-		"198.18.0.300/32", "::ffff:198.18.0.1/128", "fe80::1%eth0-fe80::2%eth0", "198.18.0.1-"} {
+		"198.18.0.300/32", "::ffff:198.18.0.1/128", "fe80::1%eth0-fe80::2%eth0", "198.18.0.1-",
+		"::/64", "::fffe:ffff:ffff-::ffff:0:1"} {
 		if _, err := ParseRange(bad); !errors.Is(err, ErrBadRange) {
 			t.Errorf("ParseRange(%q) = %v, want ErrBadRange", bad, err)
 		}
