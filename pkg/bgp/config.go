@@ -78,6 +78,13 @@ type Config struct {
 	Peers []Peer
 }
 
+// Validate reports every problem of cfg that would keep a Speaker from
+// starting with it.
+func (cfg Config) Validate() error {
+	_, err := cfg.validate()
+	return err
+}
+
 // validate checks cfg and returns a copy with defaults filled in.
 func (cfg Config) validate() (Config, error) {
 	var errs []error
@@ -112,7 +119,7 @@ func (cfg Config) validate() (Config, error) {
 func (p Peer) withDefaults() (Peer, error) {
 	var errs []error
 	switch {
-	case !p.Address.IsValid() || p.Address.IsUnspecified():
+	case !p.Address.IsValid() || p.Address.IsUnspecified() || p.Address.IsMulticast():
 		errs = append(errs, fmt.Errorf("address %q must be a unicast IP address", p.Address))
 	case p.Address.Zone() != "":
 		errs = append(errs, fmt.Errorf("address %s must not have a zone", p.Address))
@@ -128,7 +135,7 @@ func (p Peer) withDefaults() (Peer, error) {
 	if p.RestartTime < 0 || p.RestartTime > maxRestartTime {
 		errs = append(errs, fmt.Errorf("restartTime %s must be between 0 (default) and %s", p.RestartTime, maxRestartTime))
 	}
-	if p.LocalAddress.IsValid() && (p.LocalAddress.Is4() != p.Address.Is4() || p.LocalAddress.IsUnspecified() || p.LocalAddress.Zone() != "") {
+	if l := p.LocalAddress; l.IsValid() && (l.Is4() != p.Address.Is4() || l.IsUnspecified() || l.IsMulticast() || l.Zone() != "" || l.Is4In6()) {
 		errs = append(errs, fmt.Errorf("localAddress %s must be a unicast address of the peer address's family", p.LocalAddress))
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -212,6 +212,49 @@ bgp:
 	}
 }
 
+// TestBGPSessionEnds pins the checks that keep a config from passing here
+// and failing when the speaker starts (or after a live reload, at the next
+// restart).
+func TestBGPSessionEnds(t *testing.T) {
+	pools := "loadBalancer:\n  pools:\n  - {name: p, addresses: [198.18.100.0/24]}\n"
+	for _, tc := range []struct {
+		name, bgp, want string
+	}{
+		{"router ID 0.0.0.0", "bgp:\n  asn: 64512\n  routerID: 0.0.0.0\n  peers:\n  - {address: 198.18.10.1, asn: 64500}\n",
+			`bgp.routerID: Invalid value: "0.0.0.0": must not be 0.0.0.0`},
+		{"no IPv4 peer to derive the router ID from", "bgp:\n  asn: 64512\n  peers:\n  - {address: \"2001:db8:10::1\", asn: 64500}\n",
+			`bgp.routerID: Required value: no IPv4 peer to derive it from`},
+		{"unspecified peer", "bgp:\n  asn: 64512\n  peers:\n  - {address: 0.0.0.0, asn: 64500}\n",
+			`bgp.peers[0].address: Invalid value: "0.0.0.0": must not be the unspecified address`},
+		{"IPv4-mapped peer", "bgp:\n  asn: 64512\n  routerID: 198.18.10.2\n  peers:\n  - {address: \"::ffff:198.18.10.1\", asn: 64500}\n",
+			`bgp.peers[0].address: Invalid value: "::ffff:198.18.10.1": must be IPv4 or IPv6, not IPv4-mapped`},
+		{"zoned peer", "bgp:\n  asn: 64512\n  routerID: 198.18.10.2\n  peers:\n  - {address: \"2001:db8:10::1%eth0\", asn: 64500}\n",
+			`bgp.peers[0].address: Invalid value: "2001:db8:10::1%eth0": must not have a zone`},
+		{"hold time above 65535s", "bgp:\n  asn: 64512\n  peers:\n  - {address: 198.18.10.1, asn: 64500, holdTime: 65536s}\n",
+			`bgp.peers[0].holdTime: Invalid value: "18h12m16s": must be 0 or from 3s to 65535s`},
+		{"unspecified local address", "bgp:\n  asn: 64512\n  peers:\n  - {address: 198.18.10.1, asn: 64500, localAddress: 0.0.0.0}\n",
+			`bgp.peers[0].localAddress: Invalid value: "0.0.0.0": must not be the unspecified address`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(header + pools + tc.bgp))
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Parse = %v, want ErrInvalid", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error lacks %q:\n%v", tc.want, err)
+			}
+		})
+	}
+	for _, ok := range []string{
+		"bgp:\n  asn: 64512\n  peers:\n  - {address: 198.18.10.1, asn: 64500, holdTime: 65535s}\n",
+		"bgp:\n  asn: 64512\n  routerID: 198.18.10.2\n  peers:\n  - {address: \"2001:db8:10::1\", asn: 64500}\n",
+	} {
+		if _, err := Parse([]byte(header + pools + ok)); err != nil {
+			t.Errorf("refused %q: %v", ok, err)
+		}
+	}
+}
+
 func TestBGPDefaults(t *testing.T) {
 	c, err := Parse([]byte(header + "bgp:\n  asn: 64512\n  peers:\n  - {address: 198.18.10.1, asn: 64500}\nloadBalancer:\n  pools:\n  - {name: p, addresses: [198.18.100.0/24]}\n"))
 	if err != nil {

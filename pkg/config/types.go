@@ -70,8 +70,8 @@ type Pool struct {
 type BGP struct {
 	// ASN is the speaker's own AS number. Required when there are peers.
 	ASN uint32 `json:"asn,omitempty"`
-	// RouterID is an IPv4 address. Default: the source address toward the
-	// first IPv4 peer.
+	// RouterID is a non-zero IPv4 address, required when no peer is IPv4.
+	// Default: the source address toward the first IPv4 peer.
 	RouterID string `json:"routerID,omitempty"`
 	// Peers are the routers to announce to.
 	Peers []BGPPeer `json:"peers,omitempty"`
@@ -85,7 +85,7 @@ type BGPPeer struct {
 	ASN uint32 `json:"asn"`
 	// Port is the router's BGP port. Default: 179.
 	Port uint16 `json:"port,omitempty"`
-	// HoldTime is the BGP hold time. Default: 90s; 0 or at least 3s.
+	// HoldTime is the BGP hold time. Default: 90s; 0 or from 3s to 65535s.
 	HoldTime *metav1.Duration `json:"holdTime,omitempty"`
 	// PasswordFile holds the TCP MD5 password (for example a mounted Secret).
 	// Default: no password. The password is never logged.

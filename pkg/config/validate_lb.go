@@ -76,7 +76,11 @@ func (b *BGP) validate(p *field.Path) field.ErrorList {
 	if b.RouterID != "" {
 		if ip, err := netip.ParseAddr(b.RouterID); err != nil || !ip.Is4() {
 			errs = append(errs, field.Invalid(p.Child("routerID"), b.RouterID, "not an IPv4 address"))
+		} else if ip.IsUnspecified() {
+			errs = append(errs, field.Invalid(p.Child("routerID"), b.RouterID, "must not be 0.0.0.0"))
 		}
+	} else if len(b.Peers) > 0 && !hasIPv4Peer(b.Peers) {
+		errs = append(errs, field.Required(p.Child("routerID"), "no IPv4 peer to derive it from"))
 	}
 	seen := map[netip.Addr]int{}
 	for i := range b.Peers {
@@ -85,6 +89,9 @@ func (b *BGP) validate(p *field.Path) field.ErrorList {
 		addr, err := netip.ParseAddr(peer.Address)
 		if err != nil {
 			errs = append(errs, field.Invalid(pp.Child("address"), peer.Address, "not an IP address"))
+		} else if msg := unicastProblem(addr); msg != "" {
+			errs = append(errs, field.Invalid(pp.Child("address"), peer.Address, msg))
+			addr = netip.Addr{}
 		} else if j, dup := seen[addr]; dup {
 			errs = append(errs, field.Duplicate(pp.Child("address"), fmt.Sprintf("%s (also peers[%d])", peer.Address, j)))
 		} else {
@@ -93,13 +100,15 @@ func (b *BGP) validate(p *field.Path) field.ErrorList {
 		if peer.ASN == 0 {
 			errs = append(errs, field.Required(pp.Child("asn"), "the router's AS number"))
 		}
-		if peer.HoldTime != nil && peer.HoldTime.Duration != 0 && peer.HoldTime.Duration < 3*time.Second {
-			errs = append(errs, field.Invalid(pp.Child("holdTime"), peer.HoldTime.Duration.String(), "must be 0 or at least 3s"))
+		if ht := peer.HoldTime; ht != nil && ht.Duration != 0 && (ht.Duration < 3*time.Second || ht.Duration > 65535*time.Second) {
+			errs = append(errs, field.Invalid(pp.Child("holdTime"), ht.Duration.String(), "must be 0 or from 3s to 65535s"))
 		}
 		if peer.LocalAddress != "" {
 			local, err := netip.ParseAddr(peer.LocalAddress)
 			if err != nil {
 				errs = append(errs, field.Invalid(pp.Child("localAddress"), peer.LocalAddress, "not an IP address"))
+			} else if msg := unicastProblem(local); msg != "" {
+				errs = append(errs, field.Invalid(pp.Child("localAddress"), peer.LocalAddress, msg))
 			} else if addr.IsValid() && local.Is4() != addr.Is4() {
 				errs = append(errs, field.Invalid(pp.Child("localAddress"), peer.LocalAddress, "not of the family of the peer's address"))
 			}
@@ -110,6 +119,32 @@ func (b *BGP) validate(p *field.Path) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// unicastProblem says why addr cannot be a BGP session's end, or "".
+func unicastProblem(addr netip.Addr) string {
+	switch {
+	case addr.IsUnspecified():
+		return "must not be the unspecified address"
+	case addr.Zone() != "":
+		return "must not have a zone"
+	case addr.Is4In6():
+		return "must be IPv4 or IPv6, not IPv4-mapped"
+	case addr.IsMulticast():
+		return "must not be a multicast address"
+	}
+	return ""
+}
+
+// hasIPv4Peer reports whether a peer has an IPv4 address (the default
+// router ID is derived from the first one).
+func hasIPv4Peer(peers []BGPPeer) bool {
+	for _, p := range peers {
+		if a, err := netip.ParseAddr(p.Address); err == nil && a.Is4() {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Routes) validate(p *field.Path, b *BGP) field.ErrorList {
