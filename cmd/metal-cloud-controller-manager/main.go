@@ -29,7 +29,7 @@ func run() int {
 		return 1
 	}
 	fss := cliflag.NamedFlagSets{}
-	cmd := app.NewCloudControllerManagerCommand(opts, initializeCloud, app.DefaultInitFuncConstructors,
+	cmd := app.NewCloudControllerManagerCommand(opts, initializeCloud, controllerInitializers(),
 		names.CCMControllerAliases(), fss, wait.NeverStop)
 	cmd.Use = "metal-cloud-controller-manager"
 	documentDefaults(cmd.Flags())

@@ -227,10 +227,18 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Servic
 	return nil, fmt.Errorf("ensure load balancer %s: %w", serviceKey(svc), err)
 }
 
-// UpdateLoadBalancer has nothing to do: announcements follow nodes by themselves.
+// UpdateLoadBalancer has nothing to do: announcements follow nodes by
+// themselves. cloudprovider.ImplementedElsewhere (unwrapped: upstream compares
+// with ==) keeps the upstream service controller from recording an
+// UpdatedLoadBalancer Event for every Service on every node change.
 func (c *Cloud) UpdateLoadBalancer(context.Context, string, *v1.Service, []*v1.Node) error {
-	return nil
+	return cloudprovider.ImplementedElsewhere
 }
+
+// LoadBalancersFollowNodes reports that the announcer, not the service
+// controller, follows node changes: the command then keeps node events from
+// the service controller (cmd/metal-cloud-controller-manager/service.go).
+func (c *Cloud) LoadBalancersFollowNodes() bool { return true }
 
 // EnsureLoadBalancerDeleted frees the Service's addresses.
 func (c *Cloud) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
