@@ -6,8 +6,8 @@
 package announcer
 
 import (
+	"cmp"
 	"context"
-	"hash/fnv"
 	"net/netip"
 	"slices"
 	"strings"
@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
@@ -41,6 +40,9 @@ type Options struct {
 	// PodNextHop is the node address type used as pod routes' next hop;
 	// default InternalIP.
 	PodNextHop v1.NodeAddressType
+	// MaxNextHops is the most next hops one LoadBalancer address is
+	// announced with; 0 (or more than MaxNextHops) means MaxNextHops.
+	MaxNextHops int
 }
 
 // Announcer keeps the speaker's paths equal to what the cluster shows.
@@ -50,7 +52,7 @@ type Announcer struct {
 	opts     Options
 	services corelisters.ServiceLister
 	nodes    corelisters.NodeLister
-	slices   discoverylisters.EndpointSliceLister
+	slices   cache.Indexer // EndpointSlices, indexed by Service (byService)
 	synced   []cache.InformerSynced
 
 	mu         sync.Mutex
@@ -63,6 +65,8 @@ type Announcer struct {
 	owners    map[netip.Prefix]map[string]bool         // prefix -> services announcing it
 	applied   map[netip.Prefix][]netip.Addr            // what the speaker has
 	eligible  map[string]nodeHops                      // node name -> next hops
+	hops4     []netip.Addr                             // the eligible nodes' IPv4 next hops, sorted; never modified
+	hops6     []netip.Addr                             // the same for IPv6
 	retryNext map[netip.Prefix]bool                    // prefixes whose SetPaths failed
 
 	podApplied map[string]map[netip.Prefix]netip.Addr // node -> its announced pod routes (under mu)
@@ -75,13 +79,15 @@ func New(factory informers.SharedInformerFactory, speaker PathSetter, serves Fil
 	if opts.PodNextHop == "" {
 		opts.PodNextHop = v1.NodeInternalIP
 	}
+	if opts.MaxNextHops <= 0 || opts.MaxNextHops > MaxNextHops {
+		opts.MaxNextHops = MaxNextHops
+	}
 	a := &Announcer{
 		speaker:   speaker,
 		serves:    serves,
 		opts:      opts,
 		services:  factory.Core().V1().Services().Lister(),
 		nodes:     factory.Core().V1().Nodes().Lister(),
-		slices:    factory.Discovery().V1().EndpointSlices().Lister(),
 		dirtySvcs: map[string]bool{},
 		wake:      make(chan struct{}, 1),
 		contrib:   map[string]map[netip.Prefix][]netip.Addr{},
@@ -92,6 +98,11 @@ func New(factory informers.SharedInformerFactory, speaker PathSetter, serves Fil
 	svcInf := factory.Core().V1().Services().Informer()
 	nodeInf := factory.Core().V1().Nodes().Informer()
 	sliceInf := factory.Discovery().V1().EndpointSlices().Informer()
+	if err := sliceInf.AddIndexers(cache.Indexers{byService: serviceOfSlice}); err != nil {
+		// Only if the informer was started before New: scan instead.
+		klog.Background().V(2).Info("EndpointSlices not indexed by Service", "err", err)
+	}
+	a.slices = sliceInf.GetIndexer()
 	svcHandler := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { a.serviceChanged(o) },
 		UpdateFunc: func(_, o any) { a.serviceChanged(o) },
@@ -206,6 +217,7 @@ func (a *Announcer) sync(ctx context.Context) bool {
 
 	if nodesDirty || a.eligible == nil {
 		a.eligible = a.eligibleNodes()
+		a.hops4, a.hops6 = hopLists(a.eligible)
 		if a.opts.PodRoutes {
 			a.nodeRoutesDirty(dirty)
 		}
@@ -250,18 +262,10 @@ func (a *Announcer) sync(ctx context.Context) bool {
 	}
 	a.retryNext = map[netip.Prefix]bool{}
 	for p := range prefixes {
-		var want []netip.Addr
-		for key := range a.owners[p] {
-			for _, h := range a.contrib[key][p] {
-				if !slices.Contains(want, h) {
-					want = append(want, h)
-				}
-			}
-		}
+		want := a.wanted(p)
 		if len(a.owners[p]) == 0 {
 			delete(a.owners, p)
 		}
-		slices.SortFunc(want, netip.Addr.Compare)
 		if slices.Equal(want, a.applied[p]) {
 			continue
 		}
@@ -282,6 +286,24 @@ func (a *Announcer) sync(ctx context.Context) bool {
 		a.recordPodRoutes()
 	}
 	return len(a.retryNext) > 0
+}
+
+// wanted is the union of the next hops the owners of p contribute, sorted.
+// With one owner (the common case) it is that owner's list itself: the
+// lists are never modified once made.
+func (a *Announcer) wanted(p netip.Prefix) []netip.Addr {
+	owners := a.owners[p]
+	if len(owners) == 1 {
+		for key := range owners {
+			return a.contrib[key][p]
+		}
+	}
+	var want []netip.Addr
+	for key := range owners {
+		want = append(want, a.contrib[key][p]...)
+	}
+	slices.SortFunc(want, netip.Addr.Compare)
+	return slices.Compact(want)
 }
 
 // recordPodRoutes notes which nodes' pod routes the speaker has, for NodeRoutes.
@@ -319,9 +341,9 @@ func (a *Announcer) contribution(key string) map[netip.Prefix][]netip.Addr {
 	if err != nil || svc.DeletionTimestamp != nil || !a.serves(svc) {
 		return nil
 	}
-	nodes := a.eligible
+	hops4, hops6 := a.hops4, a.hops6
 	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal {
-		nodes = a.withReadyEndpoints(svc)
+		hops4, hops6 = hopLists(a.withReadyEndpoints(svc))
 	}
 	out := map[netip.Prefix][]netip.Addr{}
 	for _, in := range svc.Status.LoadBalancer.Ingress {
@@ -330,64 +352,114 @@ func (a *Announcer) contribution(key string) map[netip.Prefix][]netip.Addr {
 			continue
 		}
 		ip = ip.Unmap()
-		var hops []netip.Addr
-		for _, n := range nodes {
-			h := n.v6
-			if ip.Is4() {
-				h = n.v4
-			}
-			if h.IsValid() {
-				hops = append(hops, h)
-			}
+		hops := hops6
+		if ip.Is4() {
+			hops = hops4
 		}
 		p := netip.PrefixFrom(ip, ip.BitLen())
-		out[p] = capNextHops(p, hops)
+		out[p] = capNextHops(p, hops, a.opts.MaxNextHops)
 	}
 	return out
 }
 
-// MaxNextHops is the most next hops one address is announced with: the
+// hopLists returns the nodes' IPv4 and IPv6 next hops, each sorted.
+func hopLists(nodes map[string]nodeHops) (v4, v6 []netip.Addr) {
+	for _, n := range nodes {
+		if n.v4.IsValid() {
+			v4 = append(v4, n.v4)
+		}
+		if n.v6.IsValid() {
+			v6 = append(v6, n.v6)
+		}
+	}
+	slices.SortFunc(v4, netip.Addr.Compare)
+	slices.SortFunc(v6, netip.Addr.Compare)
+	return slices.Compact(v4), slices.Compact(v6)
+}
+
+// MaxNextHops is the most next hops one address can be announced with: the
 // speaker's ADD-PATH limit.
 const MaxNextHops = 255
 
-// capNextHops keeps at most MaxNextHops next hops, chosen by rendezvous
+// capNextHops keeps at most limit of the sorted hops, chosen by rendezvous
 // hashing of the prefix and each hop: every prefix gets a stable choice, the
-// prefixes spread over all nodes, and a node that comes or goes moves few
-// paths.
-func capNextHops(p netip.Prefix, hops []netip.Addr) []netip.Addr {
-	if len(hops) <= MaxNextHops {
+// prefixes spread over all nodes, and a node that comes or goes moves at most
+// one path of each prefix. The result is sorted; a list within the limit is
+// returned as it is.
+func capNextHops(p netip.Prefix, hops []netip.Addr, limit int) []netip.Addr {
+	if len(hops) <= limit {
 		return hops
 	}
-	score := func(h netip.Addr) uint64 {
-		f := fnv.New64a()
-		b, _ := p.MarshalBinary()
-		_, _ = f.Write(b)
-		hb, _ := h.MarshalBinary()
-		_, _ = f.Write(hb)
-		return f.Sum64()
+	type scored struct {
+		score uint64
+		hop   netip.Addr
 	}
-	sorted := slices.Clone(hops)
-	slices.SortFunc(sorted, func(a, b netip.Addr) int {
-		sa, sb := score(a), score(b)
-		switch {
-		case sa < sb:
-			return -1
-		case sa > sb:
-			return 1
+	seed := fnv64(fnvOffset, p.Addr().As16())
+	seed = fnv64(seed, [16]byte{byte(p.Bits())})
+	all := make([]scored, len(hops))
+	for i, h := range hops {
+		all[i] = scored{fnv64(seed, h.As16()), h}
+	}
+	slices.SortFunc(all, func(a, b scored) int {
+		if a.score != b.score {
+			return cmp.Compare(a.score, b.score)
 		}
-		return a.Compare(b)
+		return a.hop.Compare(b.hop)
 	})
-	return sorted[:MaxNextHops]
+	out := make([]netip.Addr, limit)
+	for i := range out {
+		out[i] = all[i].hop
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return out
+}
+
+// FNV-1a, 64 bits, over 16-byte blocks without allocating.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func fnv64(h uint64, b [16]byte) uint64 {
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= fnvPrime
+	}
+	return h
+}
+
+// byService indexes EndpointSlices by "namespace/service".
+const byService = "metal-ccm.io/service"
+
+func serviceOfSlice(o any) ([]string, error) {
+	s, ok := o.(*discoveryv1.EndpointSlice)
+	if !ok || s.Labels[discoveryv1.LabelServiceName] == "" {
+		return nil, nil
+	}
+	return []string{s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName]}, nil
+}
+
+// slicesOf returns the EndpointSlices of a Service.
+func (a *Announcer) slicesOf(svc *v1.Service) []*discoveryv1.EndpointSlice {
+	key := svc.Namespace + "/" + svc.Name
+	objs, err := a.slices.ByIndex(byService, key)
+	if err != nil { // not indexed: scan
+		objs = a.slices.List()
+	}
+	var out []*discoveryv1.EndpointSlice
+	for _, o := range objs {
+		if s, ok := o.(*discoveryv1.EndpointSlice); ok {
+			if k, _ := serviceOfSlice(s); len(k) == 1 && k[0] == key {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }
 
 func (a *Announcer) withReadyEndpoints(svc *v1.Service) map[string]nodeHops {
-	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc.Name})
-	list, err := a.slices.EndpointSlices(svc.Namespace).List(sel)
-	if err != nil {
-		return nil
-	}
 	out := map[string]nodeHops{}
-	for _, s := range list {
+	for _, s := range a.slicesOf(svc) {
 		for _, ep := range s.Endpoints {
 			ready := ep.Conditions.Ready == nil || *ep.Conditions.Ready
 			if !ready || ep.NodeName == nil {

@@ -201,6 +201,7 @@ func TestNextHopsAreCappedStably(t *testing.T) {
 	for i := range 300 {
 		hops = append(hops, netip.AddrFrom4([4]byte{198, 18, byte(10 + i/250), byte(i % 250)}))
 	}
+	capNextHops := func(p netip.Prefix, hops []netip.Addr) []netip.Addr { return capNextHops(p, hops, MaxNextHops) }
 	p := netip.MustParsePrefix("198.18.100.1/32")
 	got := capNextHops(p, hops)
 	if len(got) != MaxNextHops {
@@ -226,5 +227,29 @@ func TestNextHopsAreCappedStably(t *testing.T) {
 	}
 	if small := capNextHops(p, hops[:3]); len(small) != 3 {
 		t.Errorf("a short list was cut: %v", small)
+	}
+}
+
+func TestMaxNextHopsOption(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cs := fake.NewClientset(
+		node("n1", true, "198.18.10.11"),
+		node("n2", true, "198.18.10.12"),
+		node("n3", true, "198.18.10.13"),
+		node("n4", true, "198.18.10.14"),
+		lbService("web", false, "198.18.100.1"),
+		lbService("api", false, "198.18.100.2"),
+	)
+	sp := &fakeSpeaker{paths: map[netip.Prefix][]netip.Addr{}}
+	f := informers.NewSharedInformerFactory(cs, 0)
+	a := New(f, sp, func(s *v1.Service) bool { return s.Spec.Type == v1.ServiceTypeLoadBalancer }, Options{MaxNextHops: 2})
+	f.Start(ctx.Done())
+	go a.Run(ctx)
+	all := []netip.Addr{netip.MustParseAddr("198.18.10.11"), netip.MustParseAddr("198.18.10.12"),
+		netip.MustParseAddr("198.18.10.13"), netip.MustParseAddr("198.18.10.14")}
+	for _, p := range []string{"198.18.100.1/32", "198.18.100.2/32"} {
+		want := fmt.Sprint(capNextHops(netip.MustParsePrefix(p), all, 2))
+		eventually(t, p+" with two next hops", func() bool { return sp.get(p) == want })
 	}
 }

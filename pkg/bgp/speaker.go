@@ -213,15 +213,19 @@ func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []
 		}
 	}()
 	var added, withdrawn int
+	var used map[uint32]bool // the identifiers in cur, made when first needed
 	for _, nh := range hops {
 		if _, ok := cur[nh]; ok {
 			continue
 		}
-		used := map[uint32]bool{}
-		for _, id := range cur {
-			used[id] = true
+		if used == nil {
+			used = make(map[uint32]bool, len(cur)+len(hops))
+			for _, id := range cur {
+				used[id] = true
+			}
 		}
 		id := pathID(nh, used)
+		used[id] = true
 		for _, srv := range s.serversOf(prefix) {
 			if err := addPath(ctx, srv, prefix, nh, id); err != nil {
 				return fmt.Errorf("bgp set paths: %w", err)
@@ -231,7 +235,7 @@ func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []
 		added++
 	}
 	for nh, id := range cur {
-		if slices.Contains(hops, nh) {
+		if _, in := slices.BinarySearchFunc(hops, nh, netip.Addr.Compare); in { // hops is sorted
 			continue
 		}
 		for _, srv := range s.serversOf(prefix) {

@@ -10,12 +10,13 @@ import (
 
 // Default values of optional fields.
 const (
-	DefaultInstanceType     = "metal"
-	DefaultDiscoveryPolicy  = DiscoveryAccept
-	DefaultPowerStateSource = "none"
-	DefaultBGPPort          = 179
-	DefaultHoldTime         = 90 * time.Second
-	DefaultRestartTime      = 120 * time.Second
+	DefaultInstanceType       = "metal"
+	DefaultDiscoveryPolicy    = DiscoveryAccept
+	DefaultPowerStateSource   = "none"
+	DefaultBGPPort            = 179
+	DefaultHoldTime           = 90 * time.Second
+	DefaultRestartTime        = 120 * time.Second
+	DefaultMaxPathsPerAddress = 64
 )
 
 // Default fills every optional field left empty with its default.
@@ -47,6 +48,9 @@ func (c *CloudConfig) Default() {
 		if p.AutoAssign == nil {
 			p.AutoAssign = ptr.To(true)
 		}
+	}
+	if c.BGP.MaxPathsPerAddress == 0 {
+		c.BGP.MaxPathsPerAddress = DefaultMaxPathsPerAddress
 	}
 	for i := range c.BGP.Peers {
 		p := &c.BGP.Peers[i]

@@ -75,6 +75,12 @@ type BGP struct {
 	RouterID string `json:"routerID,omitempty"`
 	// Peers are the routers to announce to.
 	Peers []BGPPeer `json:"peers,omitempty"`
+	// MaxPathsPerAddress is the most next hops (nodes) one LoadBalancer
+	// address is announced with, from 1 to 255; with more eligible nodes a
+	// stable subset is chosen per address by rendezvous hashing, so that the
+	// addresses spread over all nodes. Routers install at most their own ECMP
+	// limit of paths anyway. Default: 64.
+	MaxPathsPerAddress int `json:"maxPathsPerAddress,omitempty"`
 }
 
 // BGPPeer is one router.

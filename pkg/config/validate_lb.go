@@ -82,6 +82,9 @@ func (b *BGP) validate(p *field.Path) field.ErrorList {
 	} else if len(b.Peers) > 0 && !hasIPv4Peer(b.Peers) {
 		errs = append(errs, field.Required(p.Child("routerID"), "no IPv4 peer to derive it from"))
 	}
+	if b.MaxPathsPerAddress < 1 || b.MaxPathsPerAddress > 255 {
+		errs = append(errs, field.Invalid(p.Child("maxPathsPerAddress"), b.MaxPathsPerAddress, "must be from 1 to 255"))
+	}
 	seen := map[netip.Addr]int{}
 	for i := range b.Peers {
 		peer := &b.Peers[i]

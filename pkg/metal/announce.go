@@ -47,8 +47,9 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) 
 	c.speaker.Store(speaker)
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	ann := announcer.New(factory, speaker, wantsLoadBalancer, announcer.Options{
-		PodRoutes:  cfg.Routes.Enabled,
-		PodNextHop: cfg.Routes.NextHopAddressType,
+		PodRoutes:   cfg.Routes.Enabled,
+		PodNextHop:  cfg.Routes.NextHopAddressType,
+		MaxNextHops: cfg.BGP.MaxPathsPerAddress,
 	})
 	c.announcer.Store(ann)
 	factory.Start(ctx.Done())
