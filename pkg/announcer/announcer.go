@@ -394,8 +394,7 @@ func capNextHops(p netip.Prefix, hops []netip.Addr, limit int) []netip.Addr {
 		score uint64
 		hop   netip.Addr
 	}
-	seed := fnv64(fnvOffset, p.Addr().As16())
-	seed = fnv64(seed, [16]byte{byte(p.Bits())})
+	seed := fnv64(fnvOffset, p.Addr().As16()) // host prefixes: the address tells them apart
 	all := make([]scored, len(hops))
 	for i, h := range hops {
 		all[i] = scored{fnv64(seed, h.As16()), h}
