@@ -1,7 +1,9 @@
 // Command metal-cloud-controller-manager is the cloud-controller-manager for
 // clusters on machines their owners run themselves. It runs the upstream
-// cloud-node, cloud-node-lifecycle, service and route controllers against the
-// provider chosen with --cloud-provider (default "metal").
+// cloud-node, cloud-node-lifecycle and route controllers, and a service
+// controller (upstream's, or pkg/lbcontroller for a provider whose load
+// balancers follow nodes by themselves, as "metal"'s do), against the provider
+// chosen with --cloud-provider (default "metal").
 package main
 
 import (

@@ -49,9 +49,13 @@ func run(root, ccm, out string) error {
 	if err != nil {
 		return err
 	}
-	mets, err := loadMetrics(filepath.Join(root, "pkg", "metal"))
-	if err != nil {
-		return err
+	var mets []metric
+	for _, pkg := range []string{"metal", "lbcontroller"} {
+		m, err := loadMetrics(filepath.Join(root, "pkg", pkg))
+		if err != nil {
+			return err
+		}
+		mets = append(mets, m...)
 	}
 	if err := checkMetricsDocumented(mets, filepath.Join(root, "docs", "metrics.md")); err != nil {
 		return err
@@ -68,7 +72,7 @@ func run(root, ccm, out string) error {
 			"The Service annotations the metal provider reads, and the reasons of the Events it records, from `pkg/metal/annotations.go`. [../annotations.md](../annotations.md) explains them.",
 			func(b *bytes.Buffer) error { writeAnnotations(b, anns, reasons); return nil }},
 		{"metrics.md", "Metrics reference",
-			"The metrics metal-ccm defines, with the help text they are served with, from `pkg/metal`. [../metrics.md](../metrics.md) says which replica reports each, and lists the upstream metrics worth watching and the alert rules.",
+			"The metrics metal-ccm defines, with the help text they are served with, from `pkg/metal` and `pkg/lbcontroller`. [../metrics.md](../metrics.md) says which replica reports each, and lists the upstream metrics worth watching and the alert rules.",
 			func(b *bytes.Buffer) error { writeMetrics(b, mets); return nil }},
 		{"flags.md", "Flags reference",
 			"Every flag of `metal-cloud-controller-manager`, from its `--help`. [../flags.md](../flags.md) explains the defaults metal-ccm changes.",

@@ -236,8 +236,8 @@ func (c *Cloud) UpdateLoadBalancer(context.Context, string, *v1.Service, []*v1.N
 }
 
 // LoadBalancersFollowNodes reports that the announcer, not the service
-// controller, follows node changes: the command then keeps node events from
-// the service controller (cmd/metal-cloud-controller-manager/service.go).
+// controller, follows node changes: the command then runs pkg/lbcontroller,
+// which watches no nodes (cmd/metal-cloud-controller-manager/service.go).
 func (c *Cloud) LoadBalancersFollowNodes() bool { return true }
 
 // EnsureLoadBalancerDeleted frees the Service's addresses.

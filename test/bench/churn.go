@@ -82,9 +82,9 @@ func (e *env) nodeChurn(ctx context.Context, s *Scenario) error {
 		s.add("leave_bgp_withdraws_per_service", "leave: withdrawals the router received, per Service", leave.bgpWithdraws/n, "per item").
 			atMost(1, "≤ 1 per Service", scaled)
 	}
-	s.add("join_provider_calls_per_service", "join: UpdateLoadBalancer calls, per Service", join.lbSyncs/n, "per item").
+	s.add("join_provider_calls_per_service", "join: service controller syncs, per Service", join.lbSyncs/n, "per item").
 		atMost(1, "≤ 1 per Service", scaled)
-	s.add("leave_provider_calls_per_service", "leave: UpdateLoadBalancer calls, per Service", leave.lbSyncs/n, "per item").
+	s.add("leave_provider_calls_per_service", "leave: service controller syncs, per Service", leave.lbSyncs/n, "per item").
 		atMost(1, "≤ 1 per Service", scaled)
 	s.add("join_api_requests", "join: CCM API requests", join.requests, "req")
 	s.add("leave_api_requests", "leave: CCM API requests", leave.requests, "req")
@@ -95,8 +95,8 @@ func (e *env) nodeChurn(ctx context.Context, s *Scenario) error {
 	}
 	joined.withFloor(floor.Seconds())
 	s.notef("the join's floor is one label patch of a node; the router and speaker times run from the node's initialization " +
-		"(join) or its deletion (leave); UpdateLoadBalancer calls are the upstream service controller's " +
-		"service_controller_loadbalancer_sync_total")
+		"(join) or its deletion (leave); service controller syncs are the upstream service controller's " +
+		"UpdateLoadBalancer calls (service_controller_loadbalancer_sync_total) or our service controller's syncs (metal_ccm_service_syncs_total)")
 	return nil
 }
 

@@ -59,7 +59,9 @@ func (e *env) sample(ctx context.Context) (sample, error) {
 		}
 		return false
 	})
-	s.lbSyncs = promSum(text, "service_controller_loadbalancer_sync_total", nil)
+	// Service syncs a node change causes: upstream's service controller
+	// counts its UpdateLoadBalancer calls, ours (pkg/lbcontroller) every sync.
+	s.lbSyncs = promSum(text, "service_controller_loadbalancer_sync_total", nil) + promSum(text, "metal_ccm_service_syncs_total", nil)
 	for _, p := range []struct {
 		proc *framework.Process
 		out  *framework.ProcStat

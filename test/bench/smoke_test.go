@@ -105,7 +105,10 @@ func checkResults(t *testing.T, r *Results, o Options, router bool) {
 	}
 	count(ScenarioLB, "services_with_ip", o.LBServices)
 	positive(ScenarioLB, "all_ip_s", "api_requests")
-	positive(ScenarioChurn, "join_initialized_s", "join_provider_calls_per_service")
+	positive(ScenarioChurn, "join_initialized_s")
+	if f := figure(t, r, ScenarioChurn, "join_provider_calls_per_service"); f != nil && (f.Value < 0 || f.Goal == nil) {
+		t.Errorf("churn: join_provider_calls_per_service %+v", f)
+	}
 	positive(ScenarioEndpoints, "followed_s")
 	positive(ScenarioSteady, "rss_mib", "api_rps")
 	if f := figure(t, r, ScenarioSteady, "rss_mib"); f != nil && f.Value > 4096 {

@@ -1,0 +1,324 @@
+// Package lbcontroller is the service controller for a provider whose load
+// balancers follow the cluster's nodes by themselves (the metal provider's
+// announcer). It does what the upstream service controller does for a
+// Service of type LoadBalancer (finalizer, EnsureLoadBalancer, status,
+// EnsureLoadBalancerDeleted on cleanup), with the same finalizer and Event
+// reasons, but watches no nodes: upstream's node sync costs Services x nodes
+// CPU per node event and keeps a node list per Service, work that such a
+// provider does not need. EnsureLoadBalancer is given no nodes.
+package lbcontroller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/api"
+	servicehelper "k8s.io/cloud-provider/service/helpers"
+	"k8s.io/klog/v2"
+)
+
+// Retry delays of a failed sync, as upstream's service controller.
+const (
+	minRetryDelay = 5 * time.Second
+	maxRetryDelay = 300 * time.Second
+)
+
+// Event reasons, those of upstream's service controller.
+const (
+	ReasonEnsured    = "EnsuredLoadBalancer"
+	ReasonDeleted    = "DeletedLoadBalancer"
+	ReasonSyncFailed = "SyncLoadBalancerFailed"
+)
+
+// EventComponent is the source of the Events, as upstream's.
+const EventComponent = "service-controller"
+
+// Controller keeps each Service of type LoadBalancer (without a class) and
+// its load balancer in step.
+type Controller struct {
+	balancer    cloudprovider.LoadBalancer
+	client      kubernetes.Interface
+	services    corelisters.ServiceLister
+	synced      cache.InformerSynced
+	queue       workqueue.TypedRateLimitingInterface[string]
+	clusterName string
+	recorder    record.EventRecorder
+
+	mu      sync.Mutex
+	written map[string]string // Service key -> resourceVersion of our last write to it
+}
+
+// New builds a controller over the Service informer; Run starts it.
+func New(balancer cloudprovider.LoadBalancer, client kubernetes.Interface, services coreinformers.ServiceInformer, clusterName string) (*Controller, error) {
+	registerMetrics()
+	c := &Controller{
+		balancer:    balancer,
+		client:      client,
+		services:    services.Lister(),
+		clusterName: clusterName,
+		written:     map[string]string{},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](minRetryDelay, maxRetryDelay),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "service"}),
+	}
+	reg, err := services.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(o any) {
+			if svc, ok := o.(*v1.Service); ok && (wantsLoadBalancer(svc) || needsCleanup(svc)) {
+				c.enqueue(svc)
+			}
+		},
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*v1.Service)
+			s, ok2 := cur.(*v1.Service)
+			if ok1 && ok2 && (needsSync(o, s) || needsCleanup(s)) {
+				c.enqueue(s)
+			}
+		},
+		// A deletion shows first as a deletion timestamp (the finalizer
+		// holds the Service): the update path cleans up.
+	})
+	if err != nil {
+		return nil, fmt.Errorf("new service controller: %w", err)
+	}
+	c.synced = reg.HasSynced
+	return c, nil
+}
+
+func (c *Controller) enqueue(svc *v1.Service) { c.queue.Add(key(svc)) }
+
+func key(svc *v1.Service) string { return svc.Namespace + "/" + svc.Name }
+
+// Run syncs Services with the given number of workers until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	defer c.queue.ShutDown()
+	logger := klog.FromContext(ctx).WithName("service-controller")
+	ctx = klog.NewContext(ctx, logger)
+
+	bc := record.NewBroadcaster(record.WithContext(ctx))
+	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
+	defer bc.Shutdown()
+	c.recorder = bc.NewRecorder(scheme.Scheme, v1.EventSource{Component: EventComponent})
+
+	logger.Info("Starting service controller (no node events)")
+	defer logger.Info("Shutting down service controller")
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced) {
+		return
+	}
+	for range max(workers, 1) {
+		go wait.UntilWithContext(ctx, c.worker, time.Second)
+	}
+	<-ctx.Done()
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for c.next(ctx) {
+	}
+}
+
+func (c *Controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	err := c.sync(ctx, key)
+	if err == nil {
+		c.queue.Forget(key)
+		return true
+	}
+	var re *api.RetryError
+	if errors.As(err, &re) {
+		klog.FromContext(ctx).V(2).Info("Service sync asks for a retry", "service", key, "after", re.RetryAfter(), "err", err)
+		c.queue.AddAfter(key, re.RetryAfter())
+		return true
+	}
+	klog.FromContext(ctx).Error(err, "Service sync failed; retrying with back-off", "service", key)
+	c.queue.AddRateLimited(key)
+	return true
+}
+
+// sync brings one Service's load balancer in step with the Service.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	syncs.Inc()
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil //nolint:nilerr // a bad key never becomes good
+	}
+	svc, err := c.services.Services(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.forget(key)
+		return nil // gone: it had no finalizer, and the provider saw the deletion
+	}
+	if err != nil {
+		return fmt.Errorf("sync service %s: %w", key, err)
+	}
+	if c.stale(key, svc) {
+		// The cache has not seen our last write yet; that write's own
+		// event brings the Service back here.
+		return nil
+	}
+	if needsCleanup(svc) || !wantsLoadBalancer(svc) {
+		err = c.cleanup(ctx, svc)
+	} else {
+		err = c.ensure(ctx, svc)
+	}
+	if err != nil {
+		var re *api.RetryError
+		if !errors.As(err, &re) {
+			c.recorder.Eventf(svc, v1.EventTypeWarning, ReasonSyncFailed, "Error syncing load balancer: %v", err)
+		}
+		return err
+	}
+	return nil
+}
+
+// stale reports whether svc is older than our last write to it.
+func (c *Controller) stale(key string, svc *v1.Service) bool {
+	c.mu.Lock()
+	rv, ok := c.written[key]
+	c.mu.Unlock()
+	if !ok {
+		return false
+	}
+	cmp, err := resourceversion.CompareResourceVersion(svc.ResourceVersion, rv)
+	return err == nil && cmp < 0
+}
+
+// wrote notes the resourceVersion of what a write returned.
+func (c *Controller) wrote(key string, svc *v1.Service) {
+	c.mu.Lock()
+	c.written[key] = svc.ResourceVersion
+	c.mu.Unlock()
+}
+
+func (c *Controller) forget(key string) {
+	c.mu.Lock()
+	delete(c.written, key)
+	c.mu.Unlock()
+}
+
+// ensure adds the finalizer first (so that the Service cannot go before its
+// addresses are freed), then asks the provider and writes the status.
+func (c *Controller) ensure(ctx context.Context, svc *v1.Service) error {
+	if !servicehelper.HasLBFinalizer(svc) {
+		updated := svc.DeepCopy()
+		updated.Finalizers = append(updated.Finalizers, servicehelper.LoadBalancerCleanupFinalizer)
+		var err error
+		if svc, err = servicehelper.PatchService(c.client.CoreV1(), svc, updated); err != nil {
+			return fmt.Errorf("add load balancer cleanup finalizer: %w", err)
+		}
+		c.wrote(key(svc), svc)
+	}
+	status, err := c.balancer.EnsureLoadBalancer(ctx, c.clusterName, svc, nil)
+	if errors.Is(err, cloudprovider.ImplementedElsewhere) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("ensure load balancer: %w", err)
+	}
+	if status == nil {
+		return errors.New("ensure load balancer: the provider returned no status")
+	}
+	changed, err := c.patchStatus(svc, status)
+	if err != nil {
+		return err
+	}
+	if changed {
+		c.recorder.Event(svc, v1.EventTypeNormal, ReasonEnsured, "Ensured load balancer")
+	}
+	return nil
+}
+
+// cleanup frees the Service's load balancer, clears its status, then
+// removes the finalizer.
+func (c *Controller) cleanup(ctx context.Context, svc *v1.Service) error {
+	if !servicehelper.HasLBFinalizer(svc) {
+		return nil // not ours, or cleaned up already
+	}
+	err := c.balancer.EnsureLoadBalancerDeleted(ctx, c.clusterName, svc)
+	if err != nil && !errors.Is(err, cloudprovider.ImplementedElsewhere) {
+		return fmt.Errorf("delete load balancer: %w", err)
+	}
+	if _, err := c.patchStatus(svc, &v1.LoadBalancerStatus{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	updated := svc.DeepCopy()
+	updated.Finalizers = removeString(updated.Finalizers, servicehelper.LoadBalancerCleanupFinalizer)
+	if _, err := servicehelper.PatchService(c.client.CoreV1(), svc, updated); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove load balancer cleanup finalizer: %w", err)
+	}
+	c.forget(key(svc))
+	c.recorder.Event(svc, v1.EventTypeNormal, ReasonDeleted, "Deleted load balancer")
+	return nil
+}
+
+// patchStatus writes status if it differs from the Service's, and reports
+// whether it did.
+func (c *Controller) patchStatus(svc *v1.Service, status *v1.LoadBalancerStatus) (bool, error) {
+	if servicehelper.LoadBalancerStatusEqual(&svc.Status.LoadBalancer, status) {
+		return false, nil
+	}
+	updated := svc.DeepCopy()
+	updated.Status.LoadBalancer = *status
+	got, err := servicehelper.PatchService(c.client.CoreV1(), svc, updated)
+	if err != nil {
+		return false, fmt.Errorf("update load balancer status: %w", err)
+	}
+	c.wrote(key(got), got)
+	return true, nil
+}
+
+// wantsLoadBalancer: upstream's rule (no class: the default implementation).
+func wantsLoadBalancer(svc *v1.Service) bool {
+	return svc.Spec.Type == v1.ServiceTypeLoadBalancer && svc.Spec.LoadBalancerClass == nil
+}
+
+// needsCleanup: the Service holds the finalizer and is being deleted or no
+// longer of type LoadBalancer.
+func needsCleanup(svc *v1.Service) bool {
+	return servicehelper.HasLBFinalizer(svc) && (svc.DeletionTimestamp != nil || svc.Spec.Type != v1.ServiceTypeLoadBalancer)
+}
+
+// needsSync reports whether a change may change the load balancer: what the
+// provider reads is the spec, the annotations and the status, and the
+// finalizer must be put back if someone removes it. Status writes of our
+// own come back here and cost one sync that writes nothing.
+func needsSync(old, cur *v1.Service) bool {
+	if !wantsLoadBalancer(old) && !wantsLoadBalancer(cur) {
+		return false
+	}
+	return old.UID != cur.UID ||
+		!equality.Semantic.DeepEqual(old.Spec, cur.Spec) ||
+		!equality.Semantic.DeepEqual(old.Annotations, cur.Annotations) ||
+		servicehelper.HasLBFinalizer(old) != servicehelper.HasLBFinalizer(cur) ||
+		!servicehelper.LoadBalancerStatusEqual(&old.Status.LoadBalancer, &cur.Status.LoadBalancer)
+}
+
+func removeString(list []string, s string) []string {
+	out := list[:0]
+	for _, x := range list {
+		if x != s {
+			out = append(out, x)
+		}
+	}
+	return out
+}
