@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -45,7 +46,7 @@ func (f *fakeBalancer) EnsureLoadBalancer(_ context.Context, _ string, svc *v1.S
 	}
 	ip, ok := f.ips[svc.Name]
 	if !ok {
-		ip = "198.18.100." + string(rune('1'+len(f.ips)))
+		ip = "198.18.100." + strconv.Itoa(1+len(f.ips))
 		f.ips[svc.Name] = ip
 	}
 	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: ip}}}, nil
