@@ -397,7 +397,7 @@ func capNextHops(p netip.Prefix, hops []netip.Addr, limit int) []netip.Addr {
 	seed := fnv64(fnvOffset, p.Addr().As16()) // host prefixes: the address tells them apart
 	all := make([]scored, len(hops))
 	for i, h := range hops {
-		all[i] = scored{fnv64(seed, h.As16()), h}
+		all[i] = scored{mix64(fnv64(seed, h.As16())), h}
 	}
 	slices.SortFunc(all, func(a, b scored) int {
 		if a.score != b.score {
@@ -418,6 +418,18 @@ const (
 	fnvOffset = 14695981039346656037
 	fnvPrime  = 1099511628211
 )
+
+// mix64 is the finalizer of SplitMix64. FNV-1a alone barely mixes its last
+// byte into the high bits, so hops that differ only there (the nodes of one
+// subnet) would score in nearly their own order and one subnet's nodes would
+// be chosen together.
+func mix64(z uint64) uint64 {
+	z ^= z >> 30
+	z *= 0xbf58476d1ce4e5b9
+	z ^= z >> 27
+	z *= 0x94d049bb133111eb
+	return z ^ z>>31
+}
 
 func fnv64(h uint64, b [16]byte) uint64 {
 	for _, c := range b {
