@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -45,7 +46,9 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) 
 		}
 	}()
 	c.speaker.Store(speaker)
-	factory := informers.NewSharedInformerFactory(cs, 0)
+	// The announcer only reads: its caches need no managedFields (about 30% of
+	// a decoded Service or Node).
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(dropManagedFields))
 	ann := announcer.New(factory, speaker, wantsLoadBalancer, announcer.Options{
 		PodRoutes:   cfg.Routes.Enabled,
 		PodNextHop:  cfg.Routes.NextHopAddressType,
@@ -134,4 +137,13 @@ func routerIDFor(peers []bgp.Peer) (netip.Addr, error) {
 		return local, nil
 	}
 	return netip.Addr{}, ErrNoRouterID
+}
+
+// dropManagedFields is an informer transform that drops an object's
+// managedFields before it is cached.
+func dropManagedFields(obj any) (any, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
 }

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 )
 
@@ -39,5 +42,19 @@ bgp:
 	}
 	if p1.GracefulRestart || len(p1.Deny) != 1 || p1.Deny[0].String() != "198.19.0.0/16" {
 		t.Errorf("peer 1: %+v", p1)
+	}
+}
+
+func TestDropManagedFields(t *testing.T) {
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
+	out, err := dropManagedFields(svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.(*v1.Service); got.ManagedFields != nil || got.Name != "s" {
+		t.Errorf("after the transform: %+v", got.ObjectMeta)
+	}
+	if _, err := dropManagedFields("not an object"); err != nil {
+		t.Errorf("a non-object: %v", err)
 	}
 }
