@@ -176,7 +176,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		// event brings the Service back here.
 		return nil
 	}
-	if needsCleanup(svc) || !wantsLoadBalancer(svc) {
+	if needsCleanup(svc) || !wantsLoadBalancer(svc) || svc.DeletionTimestamp != nil {
+		// (A Service being deleted without our finalizer gets none: it
+		// only waits for others' finalizers.)
 		err = c.cleanup(ctx, svc)
 	} else {
 		err = c.ensure(ctx, svc)

@@ -82,7 +82,10 @@ func TestController(t *testing.T) {
 	defer cancel()
 	other := lb("other-class")
 	other.Spec.LoadBalancerClass = ptr.To("example.com/other")
-	cs := fake.NewClientset(lb("web"), lb("refused"), other)
+	deleting := lb("deleting")
+	deleting.DeletionTimestamp = ptr.To(metav1.Now())
+	deleting.Finalizers = []string{"example.com/keep"}
+	cs := fake.NewClientset(lb("web"), lb("refused"), other, deleting)
 	bal := &fakeBalancer{ips: map[string]string{}, refuse: map[string]error{"refused": errNoAddress}}
 	f := informers.NewSharedInformerFactory(cs, 0)
 	c, err := New(bal, cs, f.Core().V1().Services(), "cluster")
@@ -134,6 +137,14 @@ func TestController(t *testing.T) {
 	if s := get("other-class"); len(s.Finalizers) != 0 || len(s.Status.LoadBalancer.Ingress) != 0 {
 		t.Errorf("a Service of another class was touched: %+v", s)
 	}
+	if s := get("deleting"); len(s.Finalizers) != 1 || len(s.Status.LoadBalancer.Ingress) != 0 {
+		t.Errorf("a Service being deleted was given a finalizer or an address: %+v", s)
+	}
+	bal.mu.Lock()
+	if _, asked := bal.ips["deleting"]; asked {
+		t.Error("EnsureLoadBalancer was called for a Service being deleted")
+	}
+	bal.mu.Unlock()
 	bal.mu.Lock()
 	for _, n := range bal.nodes {
 		if n != 0 {
