@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 
+	"k8s.io/client-go/kubernetes"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/app"
 	cloudconfig "k8s.io/cloud-provider/app/config"
@@ -52,7 +53,13 @@ func startServiceController(initCtx app.ControllerInitContext, cfg *cloudconfig.
 			klog.FromContext(ctx).Info("Not starting the service controller: the provider offers no load balancers")
 			return nil, false, nil
 		}
-		c, err := lbcontroller.New(balancer, cfg.ClientBuilder.ClientOrDie(initCtx.ClientName),
+		// Events get a client of their own (same identity, own rate limit):
+		// an Event per Service must not halve how fast addresses are written.
+		events, err := kubernetes.NewForConfig(cfg.ClientBuilder.ConfigOrDie(initCtx.ClientName))
+		if err != nil {
+			return nil, false, fmt.Errorf("start service controller: %w", err)
+		}
+		c, err := lbcontroller.New(balancer, cfg.ClientBuilder.ClientOrDie(initCtx.ClientName), events,
 			cfg.SharedInformers.Core().V1().Services(), cfg.ComponentConfig.KubeCloudShared.ClusterName)
 		if err != nil {
 			return nil, false, fmt.Errorf("start service controller: %w", err)

@@ -1,11 +1,13 @@
 // Package lbcontroller is the service controller for a provider whose load
 // balancers follow the cluster's nodes by themselves (the metal provider's
-// announcer). It does what the upstream service controller does for a
-// Service of type LoadBalancer (finalizer, EnsureLoadBalancer, status,
+// announcer) and that frees what a Service held when the Service is deleted.
+// It does what the upstream service controller does for a Service of type
+// LoadBalancer (finalizer, EnsureLoadBalancer, status,
 // EnsureLoadBalancerDeleted on cleanup), with the same finalizer and Event
 // reasons, but watches no nodes: upstream's node sync costs Services x nodes
 // CPU per node event and keeps a node list per Service, work that such a
-// provider does not need. EnsureLoadBalancer is given no nodes.
+// provider does not need. EnsureLoadBalancer is given no nodes, and the
+// status and finalizer are written together.
 package lbcontroller
 
 import (
@@ -55,7 +57,8 @@ const EventComponent = "service-controller"
 // its load balancer in step.
 type Controller struct {
 	balancer    cloudprovider.LoadBalancer
-	client      kubernetes.Interface
+	client      kubernetes.Interface // writes Services
+	events      kubernetes.Interface // writes Events
 	services    corelisters.ServiceLister
 	synced      cache.InformerSynced
 	queue       workqueue.TypedRateLimitingInterface[string]
@@ -66,12 +69,15 @@ type Controller struct {
 	written map[string]string // Service key -> resourceVersion of our last write to it
 }
 
-// New builds a controller over the Service informer; Run starts it.
-func New(balancer cloudprovider.LoadBalancer, client kubernetes.Interface, services coreinformers.ServiceInformer, clusterName string) (*Controller, error) {
+// New builds a controller over the Service informer; Run starts it. Events
+// are written with their own client (events), so that their rate limit does
+// not slow the Service writes; it may be client.
+func New(balancer cloudprovider.LoadBalancer, client, events kubernetes.Interface, services coreinformers.ServiceInformer, clusterName string) (*Controller, error) {
 	registerMetrics()
 	c := &Controller{
 		balancer:    balancer,
 		client:      client,
+		events:      events,
 		services:    services.Lister(),
 		clusterName: clusterName,
 		written:     map[string]string{},
@@ -114,7 +120,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	ctx = klog.NewContext(ctx, logger)
 
 	bc := record.NewBroadcaster(record.WithContext(ctx))
-	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
+	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.events.CoreV1().Events("")})
 	defer bc.Shutdown()
 	c.recorder = bc.NewRecorder(scheme.Scheme, v1.EventSource{Component: EventComponent})
 
@@ -218,18 +224,14 @@ func (c *Controller) forget(key string) {
 	c.mu.Unlock()
 }
 
-// ensure adds the finalizer first (so that the Service cannot go before its
-// addresses are freed), then asks the provider and writes the status.
+// ensure asks the provider for the Service's load balancer, then writes
+// the status and the cleanup finalizer in one request (the status
+// subresource takes the finalizer too): one write per Service where upstream
+// makes two. A Service is thus never seen with an address and without the
+// finalizer. What the provider took for a Service deleted before that write
+// is its to free when it sees the deletion (the metal provider does); a
+// refused Service gets no finalizer, as it holds nothing.
 func (c *Controller) ensure(ctx context.Context, svc *v1.Service) error {
-	if !servicehelper.HasLBFinalizer(svc) {
-		updated := svc.DeepCopy()
-		updated.Finalizers = append(updated.Finalizers, servicehelper.LoadBalancerCleanupFinalizer)
-		var err error
-		if svc, err = servicehelper.PatchService(c.client.CoreV1(), svc, updated); err != nil {
-			return fmt.Errorf("add load balancer cleanup finalizer: %w", err)
-		}
-		c.wrote(key(svc), svc)
-	}
 	status, err := c.balancer.EnsureLoadBalancer(ctx, c.clusterName, svc, nil)
 	if errors.Is(err, cloudprovider.ImplementedElsewhere) {
 		return nil
@@ -240,11 +242,21 @@ func (c *Controller) ensure(ctx context.Context, svc *v1.Service) error {
 	if status == nil {
 		return errors.New("ensure load balancer: the provider returned no status")
 	}
-	changed, err := c.patchStatus(svc, status)
-	if err != nil {
-		return err
+	sameStatus := servicehelper.LoadBalancerStatusEqual(&svc.Status.LoadBalancer, status)
+	if sameStatus && servicehelper.HasLBFinalizer(svc) {
+		return nil
 	}
-	if changed {
+	updated := svc.DeepCopy()
+	if !servicehelper.HasLBFinalizer(svc) {
+		updated.Finalizers = append(updated.Finalizers, servicehelper.LoadBalancerCleanupFinalizer)
+	}
+	updated.Status.LoadBalancer = *status
+	got, err := servicehelper.PatchService(c.client.CoreV1(), svc, updated)
+	if err != nil {
+		return fmt.Errorf("update load balancer status and finalizer: %w", err)
+	}
+	c.wrote(key(got), got)
+	if !sameStatus {
 		c.recorder.Event(svc, v1.EventTypeNormal, ReasonEnsured, "Ensured load balancer")
 	}
 	return nil
@@ -260,7 +272,7 @@ func (c *Controller) cleanup(ctx context.Context, svc *v1.Service) error {
 	if err != nil && !errors.Is(err, cloudprovider.ImplementedElsewhere) {
 		return fmt.Errorf("delete load balancer: %w", err)
 	}
-	if _, err := c.patchStatus(svc, &v1.LoadBalancerStatus{}); err != nil && !apierrors.IsNotFound(err) {
+	if err := c.clearStatus(svc); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	updated := svc.DeepCopy()
@@ -273,20 +285,19 @@ func (c *Controller) cleanup(ctx context.Context, svc *v1.Service) error {
 	return nil
 }
 
-// patchStatus writes status if it differs from the Service's, and reports
-// whether it did.
-func (c *Controller) patchStatus(svc *v1.Service, status *v1.LoadBalancerStatus) (bool, error) {
-	if servicehelper.LoadBalancerStatusEqual(&svc.Status.LoadBalancer, status) {
-		return false, nil
+// clearStatus empties the Service's load balancer status.
+func (c *Controller) clearStatus(svc *v1.Service) error {
+	if len(svc.Status.LoadBalancer.Ingress) == 0 {
+		return nil
 	}
 	updated := svc.DeepCopy()
-	updated.Status.LoadBalancer = *status
+	updated.Status.LoadBalancer = v1.LoadBalancerStatus{}
 	got, err := servicehelper.PatchService(c.client.CoreV1(), svc, updated)
 	if err != nil {
-		return false, fmt.Errorf("update load balancer status: %w", err)
+		return fmt.Errorf("clear load balancer status: %w", err)
 	}
 	c.wrote(key(got), got)
-	return true, nil
+	return nil
 }
 
 // wantsLoadBalancer: upstream's rule (no class: the default implementation).

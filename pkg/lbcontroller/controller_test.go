@@ -88,7 +88,7 @@ func TestController(t *testing.T) {
 	cs := fake.NewClientset(lb("web"), lb("refused"), other, deleting)
 	bal := &fakeBalancer{ips: map[string]string{}, refuse: map[string]error{"refused": errNoAddress}}
 	f := informers.NewSharedInformerFactory(cs, 0)
-	c, err := New(bal, cs, f.Core().V1().Services(), "cluster")
+	c, err := New(bal, cs, cs, f.Core().V1().Services(), "cluster")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,14 +110,6 @@ func TestController(t *testing.T) {
 		}
 	}
 
-	eventually("web gets its finalizer and address", func() bool {
-		s := get("web")
-		return servicehelper.HasLBFinalizer(s) && len(s.Status.LoadBalancer.Ingress) == 1 && s.Status.LoadBalancer.Ingress[0].IP == "198.18.100.1"
-	})
-	eventually("refused gets its finalizer and no address", func() bool {
-		s := get("refused")
-		return servicehelper.HasLBFinalizer(s) && len(s.Status.LoadBalancer.Ingress) == 0
-	})
 	events := func(reason string) []string {
 		l, err := cs.CoreV1().Events("").List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -130,6 +122,14 @@ func TestController(t *testing.T) {
 			}
 		}
 		return out
+	}
+	eventually("web gets its finalizer and address", func() bool {
+		s := get("web")
+		return servicehelper.HasLBFinalizer(s) && len(s.Status.LoadBalancer.Ingress) == 1 && s.Status.LoadBalancer.Ingress[0].IP == "198.18.100.1"
+	})
+	eventually("refused is refused", func() bool { return slices.Contains(events(ReasonSyncFailed), "refused") })
+	if s := get("refused"); servicehelper.HasLBFinalizer(s) || len(s.Status.LoadBalancer.Ingress) != 0 {
+		t.Errorf("a refused Service got a finalizer or an address: %+v", s)
 	}
 	eventually("Events", func() bool {
 		return slices.Contains(events(ReasonEnsured), "web") && slices.Contains(events(ReasonSyncFailed), "refused")
@@ -175,7 +175,10 @@ func TestController(t *testing.T) {
 	if _, err := cs.CoreV1().Services("ns").Update(ctx, refused, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually("refused gets an address after the change", func() bool { return len(get("refused").Status.LoadBalancer.Ingress) == 1 })
+	eventually("refused gets an address and the finalizer after the change", func() bool {
+		s := get("refused")
+		return len(s.Status.LoadBalancer.Ingress) == 1 && servicehelper.HasLBFinalizer(s)
+	})
 }
 
 func TestNeedsSync(t *testing.T) {
