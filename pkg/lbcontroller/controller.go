@@ -262,8 +262,8 @@ func (c *Controller) ensure(ctx context.Context, svc *v1.Service) error {
 	return nil
 }
 
-// cleanup frees the Service's load balancer, clears its status, then
-// removes the finalizer.
+// cleanup frees the Service's load balancer, then clears its status and
+// removes the finalizer in one request.
 func (c *Controller) cleanup(ctx context.Context, svc *v1.Service) error {
 	if !servicehelper.HasLBFinalizer(svc) {
 		return nil // not ours, or cleaned up already
@@ -272,31 +272,14 @@ func (c *Controller) cleanup(ctx context.Context, svc *v1.Service) error {
 	if err != nil && !errors.Is(err, cloudprovider.ImplementedElsewhere) {
 		return fmt.Errorf("delete load balancer: %w", err)
 	}
-	if err := c.clearStatus(svc); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
 	updated := svc.DeepCopy()
 	updated.Finalizers = removeString(updated.Finalizers, servicehelper.LoadBalancerCleanupFinalizer)
+	updated.Status.LoadBalancer = v1.LoadBalancerStatus{}
 	if _, err := servicehelper.PatchService(c.client.CoreV1(), svc, updated); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("remove load balancer cleanup finalizer: %w", err)
+		return fmt.Errorf("clear load balancer status and finalizer: %w", err)
 	}
 	c.forget(key(svc))
 	c.recorder.Event(svc, v1.EventTypeNormal, ReasonDeleted, "Deleted load balancer")
-	return nil
-}
-
-// clearStatus empties the Service's load balancer status.
-func (c *Controller) clearStatus(svc *v1.Service) error {
-	if len(svc.Status.LoadBalancer.Ingress) == 0 {
-		return nil
-	}
-	updated := svc.DeepCopy()
-	updated.Status.LoadBalancer = v1.LoadBalancerStatus{}
-	got, err := servicehelper.PatchService(c.client.CoreV1(), svc, updated)
-	if err != nil {
-		return fmt.Errorf("clear load balancer status: %w", err)
-	}
-	c.wrote(key(got), got)
 	return nil
 }
 
