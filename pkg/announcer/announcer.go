@@ -99,8 +99,8 @@ func New(factory informers.SharedInformerFactory, speaker PathSetter, serves Fil
 	nodeInf := factory.Core().V1().Nodes().Informer()
 	sliceInf := factory.Discovery().V1().EndpointSlices().Informer()
 	if err := sliceInf.AddIndexers(cache.Indexers{byService: serviceOfSlice}); err != nil {
-		// Only if the informer was started before New: scan instead.
-		klog.Background().V(2).Info("EndpointSlices not indexed by Service", "err", err)
+		// Only if the factory was started before New, which New forbids.
+		klog.Background().Error(err, "EndpointSlices not indexed: Local Services will not be announced")
 	}
 	a.slices = sliceInf.GetIndexer()
 	svcHandler := cache.ResourceEventHandlerFuncs{
@@ -452,17 +452,14 @@ func serviceOfSlice(o any) ([]string, error) {
 
 // slicesOf returns the EndpointSlices of a Service.
 func (a *Announcer) slicesOf(svc *v1.Service) []*discoveryv1.EndpointSlice {
-	key := svc.Namespace + "/" + svc.Name
-	objs, err := a.slices.ByIndex(byService, key)
-	if err != nil { // not indexed: scan
-		objs = a.slices.List()
+	objs, err := a.slices.ByIndex(byService, svc.Namespace+"/"+svc.Name)
+	if err != nil {
+		return nil
 	}
-	var out []*discoveryv1.EndpointSlice
+	out := make([]*discoveryv1.EndpointSlice, 0, len(objs))
 	for _, o := range objs {
 		if s, ok := o.(*discoveryv1.EndpointSlice); ok {
-			if k, _ := serviceOfSlice(s); len(k) == 1 && k[0] == key {
-				out = append(out, s)
-			}
+			out = append(out, s)
 		}
 	}
 	return out

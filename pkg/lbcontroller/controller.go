@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -273,7 +274,7 @@ func (c *Controller) cleanup(ctx context.Context, svc *v1.Service) error {
 		return fmt.Errorf("delete load balancer: %w", err)
 	}
 	updated := svc.DeepCopy()
-	updated.Finalizers = removeString(updated.Finalizers, servicehelper.LoadBalancerCleanupFinalizer)
+	updated.Finalizers = slices.DeleteFunc(updated.Finalizers, func(f string) bool { return f == servicehelper.LoadBalancerCleanupFinalizer })
 	updated.Status.LoadBalancer = v1.LoadBalancerStatus{}
 	if _, err := servicehelper.PatchService(c.client.CoreV1(), svc, updated); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("clear load balancer status and finalizer: %w", err)
@@ -307,14 +308,4 @@ func needsSync(old, cur *v1.Service) bool {
 		!equality.Semantic.DeepEqual(old.Annotations, cur.Annotations) ||
 		servicehelper.HasLBFinalizer(old) != servicehelper.HasLBFinalizer(cur) ||
 		!servicehelper.LoadBalancerStatusEqual(&old.Status.LoadBalancer, &cur.Status.LoadBalancer)
-}
-
-func removeString(list []string, s string) []string {
-	out := list[:0]
-	for _, x := range list {
-		if x != s {
-			out = append(out, x)
-		}
-	}
-	return out
 }
