@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/app/config"
 	"k8s.io/klog/v2"
@@ -13,11 +14,20 @@ import (
 	_ "github.com/metal-ccm/metal-ccm/pkg/metal" // registers the "metal" provider
 )
 
+// manager is the state one run of the command shares between the upstream
+// command's callbacks and the stop that follows a signal.
+type manager struct {
+	ctx      context.Context // ends on SIGTERM or SIGINT
+	election *election       // nil without leader election
+	replica  everyReplica    // nil for providers without every-replica work
+}
+
 // initializeCloud builds the provider named by --cloud-provider from
 // --cloud-config. The upstream command gives it no way to return an error, so
 // a bad config ends the process here, with every problem on its own line and
-// no stack dump.
-func initializeCloud(c *config.CompletedConfig) cloudprovider.Interface {
+// no stack dump. It also prepares the stop: upstream's command calls it before
+// it starts the leader election, so the gate is in the elector's client.
+func (m *manager) initializeCloud(c *config.CompletedConfig) cloudprovider.Interface {
 	name := c.ComponentConfig.KubeCloudShared.CloudProvider.Name
 	file := c.ComponentConfig.KubeCloudShared.CloudProvider.CloudConfigFile
 	cloud, err := cloudprovider.InitCloudProvider(name, file)
@@ -27,17 +37,28 @@ func initializeCloud(c *config.CompletedConfig) cloudprovider.Interface {
 	if err != nil {
 		fail(fmt.Sprintf("cloud provider %q, config %q", name, file), err)
 	}
+	if le := c.ComponentConfig.Generic.LeaderElection; le.LeaderElect {
+		// The stop's own client is made before the gate goes in.
+		cs, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(c.Kubeconfig), "metal-cloud-controller-manager-stop"))
+		if err != nil {
+			fail("leader election", err)
+		}
+		m.election = &election{namespace: le.ResourceNamespace, name: le.ResourceName,
+			retryPeriod: le.RetryPeriod.Duration, client: cs, gate: newLeaseGate(le.ResourceNamespace, le.ResourceName)}
+		c.Kubeconfig.Wrap(m.election.gate.wrap)
+	}
 	if r, ok := cloud.(everyReplica); ok {
 		cs, err := c.ClientBuilder.Client("metal-cloud-provider-announcer")
 		if err == nil {
-			err = r.RunInEveryReplica(context.Background(), cs)
+			err = r.RunInEveryReplica(m.ctx, cs)
 		}
 		if err != nil {
 			fail(fmt.Sprintf("cloud provider %q", name), err)
 		}
+		m.replica = r
 	}
 	if w, ok := cloud.(configWatcher); ok && file != "" {
-		go w.WatchConfig(context.Background(), file)
+		go w.WatchConfig(m.ctx, file)
 	}
 	return cloud
 }
@@ -53,6 +74,9 @@ type configWatcher interface {
 // announcements). It is started before leader election.
 type everyReplica interface {
 	RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) error
+	// StopInEveryReplica ends that work before the process exits; others
+	// says whether another replica is known to run.
+	StopInEveryReplica(ctx context.Context, others bool)
 }
 
 func fail(what string, err error) {

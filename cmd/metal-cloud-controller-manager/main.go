@@ -7,10 +7,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cloud-provider/app"
 	"k8s.io/cloud-provider/names"
 	"k8s.io/component-base/cli"
@@ -18,6 +20,7 @@ import (
 	_ "k8s.io/component-base/logs/json/register"          // the optional JSON log format
 	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics
 	_ "k8s.io/component-base/metrics/prometheus/version"  // the version metric
+	"k8s.io/klog/v2"
 )
 
 func main() {
@@ -30,10 +33,22 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "metal-cloud-controller-manager: %v\n", err)
 		return 1
 	}
+	// SIGTERM and SIGINT end ctx: the upstream command returns, and stop
+	// ends the controllers, hands the leader-election Lease over and ends
+	// the every-replica work. A second signal kills the process at once.
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
+	m := &manager{ctx: ctx}
 	fss := cliflag.NamedFlagSets{}
-	cmd := app.NewCloudControllerManagerCommand(opts, initializeCloud, controllerInitializers(),
-		names.CCMControllerAliases(), fss, wait.NeverStop)
+	cmd := app.NewCloudControllerManagerCommand(opts, m.initializeCloud, m.controllerInitializers(),
+		names.CCMControllerAliases(), fss, ctx.Done())
 	cmd.Use = "metal-cloud-controller-manager"
 	documentDefaults(cmd.Flags())
-	return cli.Run(cmd)
+	code := cli.Run(cmd)
+	if ctx.Err() != nil {
+		cancel() // from here on, a second signal kills
+		m.stop()
+	}
+	klog.Flush()
+	return code
 }

@@ -25,13 +25,30 @@ type nodeFollower interface {
 }
 
 // controllerInitializers are upstream's controllers, with the service
-// controller started by startServiceController.
-func controllerInitializers() map[string]app.ControllerInitFuncConstructor {
-	m := maps.Clone(app.DefaultInitFuncConstructors)
-	c := m[names.ServiceLBController]
+// controller started by startServiceController. Each runs until the leader
+// election ends or a signal comes, so that a stopping replica writes nothing
+// while it hands the Lease over; starting one marks this replica the leader.
+func (m *manager) controllerInitializers() map[string]app.ControllerInitFuncConstructor {
+	out := maps.Clone(app.DefaultInitFuncConstructors)
+	c := out[names.ServiceLBController]
 	c.Constructor = startServiceController
-	m[names.ServiceLBController] = c
-	return m
+	out[names.ServiceLBController] = c
+	for name, c := range out {
+		construct := c.Constructor
+		c.Constructor = func(initCtx app.ControllerInitContext, cfg *cloudconfig.CompletedConfig, cloud cloudprovider.Interface) app.InitFunc {
+			start := construct(initCtx, cfg, cloud)
+			return func(ctx context.Context, cmCtx genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
+				if m.election != nil {
+					m.election.leading.Store(true)
+				}
+				ctx, cancel := context.WithCancel(ctx)
+				context.AfterFunc(m.ctx, cancel)
+				return start(ctx, cmCtx)
+			}
+		}
+		out[name] = c
+	}
+	return out
 }
 
 // startServiceController starts, for a provider whose load balancers follow

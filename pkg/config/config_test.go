@@ -25,7 +25,7 @@ func TestDefaults(t *testing.T) {
 				DefaultInstanceType: "metal",
 				Discovery:           Discovery{Policy: DiscoveryAccept},
 				PowerState:          PowerState{Source: "none"},
-			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64}},
+			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto}},
 		},
 		{
 			name: "machine id and instance type",
@@ -38,7 +38,7 @@ func TestDefaults(t *testing.T) {
 					{Name: "n1", ID: "n1", InstanceType: "small"},
 					{Name: "n2", ID: "rack1-2", InstanceType: "big"},
 				},
-			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64}},
+			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto}},
 		},
 		{
 			name: "explicit values are kept",
@@ -47,7 +47,7 @@ func TestDefaults(t *testing.T) {
 				DefaultInstanceType: "metal",
 				Discovery:           Discovery{Policy: DiscoveryReject},
 				PowerState:          PowerState{Source: "none"},
-			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64}},
+			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -234,6 +234,7 @@ func TestBGPSessionEnds(t *testing.T) {
 			`bgp.peers[0].holdTime: Invalid value: "18h12m16s": must be 0 or from 3s to 65535s`},
 		{"too many paths", "bgp:\n  maxPathsPerAddress: 256\n", `bgp.maxPathsPerAddress: Invalid value: 256: must be from 1 to 255`},
 		{"no paths", "bgp:\n  maxPathsPerAddress: -1\n", `bgp.maxPathsPerAddress: Invalid value: -1: must be from 1 to 255`},
+		{"unknown stop mode", "bgp:\n  onStop: Cease\n", `bgp.onStop: Unsupported value: "Cease": supported values: "Auto", "Withdraw", "GracefulRestart"`},
 		{"unspecified local address", "bgp:\n  asn: 64512\n  peers:\n  - {address: 198.18.10.1, asn: 64500, localAddress: 0.0.0.0}\n",
 			`bgp.peers[0].localAddress: Invalid value: "0.0.0.0": must not be the unspecified address`},
 	} {
@@ -251,6 +252,7 @@ func TestBGPSessionEnds(t *testing.T) {
 		"bgp:\n  asn: 64512\n  peers:\n  - {address: 198.18.10.1, asn: 64500, holdTime: 65535s}\n",
 		"bgp:\n  asn: 64512\n  routerID: 198.18.10.2\n  peers:\n  - {address: \"2001:db8:10::1\", asn: 64500}\n",
 		"bgp:\n  maxPathsPerAddress: 255\n",
+		"bgp:\n  onStop: GracefulRestart\n",
 		"bgp:\n  maxPathsPerAddress: 1\n",
 	} {
 		if _, err := Parse([]byte(header + pools + ok)); err != nil {

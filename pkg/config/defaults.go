@@ -17,6 +17,7 @@ const (
 	DefaultHoldTime           = 90 * time.Second
 	DefaultRestartTime        = 120 * time.Second
 	DefaultMaxPathsPerAddress = 64
+	DefaultStopMode           = StopAuto
 )
 
 // Default fills every optional field left empty with its default.
@@ -48,6 +49,9 @@ func (c *CloudConfig) Default() {
 		if p.AutoAssign == nil {
 			p.AutoAssign = ptr.To(true)
 		}
+	}
+	if c.BGP.OnStop == "" {
+		c.BGP.OnStop = DefaultStopMode
 	}
 	if c.BGP.MaxPathsPerAddress == 0 {
 		c.BGP.MaxPathsPerAddress = DefaultMaxPathsPerAddress

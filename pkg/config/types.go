@@ -81,7 +81,30 @@ type BGP struct {
 	// addresses spread over all nodes. Routers install at most their own ECMP
 	// limit of paths anyway. Default: 64.
 	MaxPathsPerAddress int `json:"maxPathsPerAddress,omitempty"`
+	// OnStop is what a replica's speaker does with its sessions when the
+	// replica stops cleanly (SIGTERM): Withdraw closes them with a Cease, so
+	// the routers drop this replica's paths at once (right when another
+	// replica announces the same addresses); GracefulRestart leaves them to
+	// close with the process, without a NOTIFICATION, so routers with graceful
+	// restart keep forwarding on the paths until the replica is back or the
+	// restart time passes (right for a single replica); Auto withdraws when
+	// the leader-election Lease shows another live replica, and keeps the
+	// paths otherwise. Default: Auto.
+	OnStop StopMode `json:"onStop,omitempty"`
 }
+
+// StopMode is what the speaker does with its sessions on a clean stop.
+type StopMode string
+
+const (
+	// StopAuto withdraws when another replica is known to run, else keeps.
+	StopAuto StopMode = "Auto"
+	// StopWithdraw always closes the sessions with a Cease NOTIFICATION.
+	StopWithdraw StopMode = "Withdraw"
+	// StopGracefulRestart always leaves the sessions to close with the
+	// process, so that routers keep the paths for the restart time.
+	StopGracefulRestart StopMode = "GracefulRestart"
+)
 
 // BGPPeer is one router.
 type BGPPeer struct {

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -68,6 +69,8 @@ func (lb *LoadBalancer) validate(p *field.Path) field.ErrorList {
 	return errs
 }
 
+var stopModes = []StopMode{StopAuto, StopWithdraw, StopGracefulRestart}
+
 func (b *BGP) validate(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if len(b.Peers) > 0 && b.ASN == 0 {
@@ -84,6 +87,9 @@ func (b *BGP) validate(p *field.Path) field.ErrorList {
 	}
 	if b.MaxPathsPerAddress < 1 || b.MaxPathsPerAddress > 255 {
 		errs = append(errs, field.Invalid(p.Child("maxPathsPerAddress"), b.MaxPathsPerAddress, "must be from 1 to 255"))
+	}
+	if !slices.Contains(stopModes, b.OnStop) {
+		errs = append(errs, field.NotSupported(p.Child("onStop"), b.OnStop, stopModes))
 	}
 	seen := map[netip.Addr]int{}
 	for i := range b.Peers {

@@ -25,7 +25,9 @@ var ErrNoRouterID = errors.New("bgp.routerID is not set and there is no IPv4 pee
 
 // RunInEveryReplica starts what must run whoever leads: the BGP speaker and
 // the announcer, which announce what the Services' status shows. Without BGP
-// peers it does nothing. It returns once they are started; they stop with ctx.
+// peers it does nothing. It returns once they are started. The announcer
+// stops with ctx; the speaker does not (its sessions must outlive ctx when
+// routers should keep the routes): StopInEveryReplica decides what it does.
 func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) error {
 	cfg := c.state.Load().cfg
 	if len(cfg.BGP.Peers) == 0 {
@@ -41,7 +43,7 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) 
 	}
 	logger := klog.FromContext(ctx).WithName("bgp")
 	go func() {
-		if err := speaker.Start(klog.NewContext(ctx, logger)); err != nil {
+		if err := speaker.Start(klog.NewContext(context.WithoutCancel(ctx), logger)); err != nil {
 			logger.Error(err, "BGP speaker stopped")
 		}
 	}()
@@ -58,6 +60,29 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) 
 	factory.Start(ctx.Done())
 	go ann.Run(ctx)
 	return nil
+}
+
+// StopInEveryReplica ends the speaker's sessions as bgp.onStop says, for a
+// replica that is about to exit; others says whether another replica is
+// known to run (and so to announce the same routes). Withdrawing closes the
+// sessions with a Cease and returns once that is sent; keeping leaves them
+// open, to close with the process without a NOTIFICATION, which a router
+// with graceful restart treats as a restart: it keeps forwarding on this
+// replica's paths until the replica is back or the restart time ends.
+func (c *Cloud) StopInEveryReplica(ctx context.Context, others bool) {
+	speaker := c.speaker.Load()
+	if speaker == nil {
+		return
+	}
+	logger := klog.FromContext(ctx).WithName("bgp")
+	mode := c.state.Load().cfg.BGP.OnStop
+	if mode == config.StopWithdraw || mode == config.StopAuto && others {
+		logger.Info("Closing the BGP sessions: routers drop this replica's paths now", "onStop", mode, "otherReplicas", others)
+		speaker.Stop()
+		return
+	}
+	logger.Info("Leaving the BGP sessions to close with the process: routers with graceful restart keep this replica's paths until it is back",
+		"onStop", mode, "otherReplicas", others)
 }
 
 func speakerConfig(b *config.BGP, r *config.Routes) (bgp.Config, error) {

@@ -95,7 +95,10 @@ func (c *Cloud) Reload(data []byte) error {
 	c.state.Store(st)
 	c.lb.alloc.SetPools(st.pools)
 	var later []string
-	if !reflect.DeepEqual(old.cfg.BGP, cfg.BGP) {
+	// bgp.onStop is read when the replica stops: it applies at once.
+	oldBGP, newBGP := old.cfg.BGP, cfg.BGP
+	oldBGP.OnStop, newBGP.OnStop = "", ""
+	if !reflect.DeepEqual(oldBGP, newBGP) {
 		later = append(later, "bgp")
 	}
 	if !reflect.DeepEqual(old.cfg.Routes, cfg.Routes) {

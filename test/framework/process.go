@@ -86,6 +86,19 @@ func (p *Process) Kill() {
 	<-p.done
 }
 
+// Terminate sends SIGTERM to the process group and returns at once.
+func (p *Process) Terminate() {
+	_ = syscall.Kill(-p.PID(), syscall.SIGTERM)
+}
+
+// Err is how the process ended (nil for exit code 0); valid once Done is
+// closed.
+func (p *Process) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
 // Stop sends SIGTERM to the process group, then SIGKILL after grace.
 func (p *Process) Stop(grace time.Duration) {
 	if p.Exited() {
