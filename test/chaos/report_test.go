@@ -37,7 +37,7 @@ var (
 )
 
 // faultOrder is the order of the table's rows, by the start of their fault.
-var faultOrder = []string{"SIGKILL", "kube-apiserver", "router", "BGP", "follower", "leader", "config reload: a new", "config reload: an invalid"}
+var faultOrder = []string{"SIGKILL", "SIGTERM", "kube-apiserver", "router", "BGP", "follower", "leader", "config reload: a new", "config reload: an invalid"}
 
 func rank(fault string) int {
 	for i, p := range faultOrder {

@@ -1,12 +1,9 @@
 package netlab
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -20,15 +17,7 @@ var (
 )
 
 // sbin finds a binary on PATH, or in /usr/sbin, which a user's PATH may lack.
-func sbin(name string) string {
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	return filepath.Join("/usr/sbin", name)
-}
-
-// birdStopGrace is how long BIRD gets to shut down before SIGKILL.
-const birdStopGrace = 5 * time.Second
+func sbin(name string) string { return lookPath(name, "/usr/sbin") }
 
 // BirdSocket is the path of BIRD's control socket (for birdc -s).
 func (l *Lab) BirdSocket() string { return filepath.Join(l.Dir, "bird.ctl") }
@@ -103,53 +92,12 @@ func (l *Lab) startBird() error {
 	}
 }
 
-// stopBird stops the BIRD process the lab started, by its PID.
+// stopBird stops the BIRD process the lab started, by its PID; l.mu is held.
 func (l *Lab) stopBird() {
 	if l.bird != nil {
-		l.bird.Stop(birdStopGrace)
+		l.bird.Stop(routerStopGrace)
 		l.bird = nil
 	}
-}
-
-// BirdPID is the PID of the running BIRD, or 0.
-func (l *Lab) BirdPID() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.bird == nil {
-		return 0
-	}
-	return l.bird.PID()
-}
-
-// RestartRouter stops BIRD (by PID; it closes its sessions and removes its
-// kernel routes) and starts it again with the same config.
-func (l *Lab) RestartRouter() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return errors.New("netlab restart router: lab closed")
-	}
-	l.stopBird()
-	l.mu.Unlock()
-	if err := l.startBird(); err != nil {
-		return fmt.Errorf("netlab restart router: %w", err)
-	}
-	return nil
-}
-
-// BirdLog is BIRD's output so far (kept after Close).
-func (l *Lab) BirdLog() string {
-	l.mu.Lock()
-	saved := l.savedLog
-	l.mu.Unlock()
-	if saved != "" {
-		return saved
-	}
-	b, err := os.ReadFile(l.birdLogPath())
-	if err != nil {
-		return fmt.Sprintf("(no bird log: %v)", err)
-	}
-	return string(b)
 }
 
 // Birdc runs a birdc command against the lab's BIRD and returns its output.
@@ -157,9 +105,8 @@ func (l *Lab) Birdc(args ...string) (string, error) {
 	return output(birdcPath, append([]string{"-s", l.BirdSocket()}, args...)...)
 }
 
-// SessionStates maps each speaker address to the state of the router's BGP
-// session with it ("Established", "Active", "Connect", ...).
-func (l *Lab) SessionStates() (map[netip.Addr]string, error) {
+// birdSessionStates reads the BGP protocols' states from birdc.
+func (l *Lab) birdSessionStates() (map[netip.Addr]string, error) {
 	out, err := l.Birdc("show", "protocols")
 	if err != nil {
 		return nil, err
@@ -182,39 +129,4 @@ func (l *Lab) SessionStates() (map[netip.Addr]string, error) {
 		states[SpeakerAddr(f, i)] = state
 	}
 	return states, nil
-}
-
-// WaitEstablished polls until the router's sessions with all the given
-// speaker addresses are established.
-func (l *Lab) WaitEstablished(ctx context.Context, addrs ...netip.Addr) error {
-	return poll(ctx, func() (bool, string) {
-		states, err := l.SessionStates()
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, a := range addrs {
-			if states[a] != "Established" {
-				return false, fmt.Sprintf("sessions: %v", states)
-			}
-		}
-		return true, ""
-	})
-}
-
-// poll calls check every 100ms until it reports done or ctx ends; the error
-// then carries check's last word.
-func poll(ctx context.Context, check func() (bool, string)) error {
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for {
-		done, last := check()
-		if done {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w; last: %s", ctx.Err(), last)
-		case <-t.C:
-		}
-	}
 }

@@ -50,7 +50,8 @@ func ipn(ns string, args ...string) error {
 	return run("ip", append([]string{"-n", ns}, args...)...)
 }
 
-// build makes the topology and starts BIRD; on error Close undoes what exists.
+// build makes the topology and starts the router; on error Close undoes what
+// exists.
 func (l *Lab) build() error {
 	dir, err := os.MkdirTemp("", "netlab-"+l.ID+"-")
 	if err != nil {
@@ -63,6 +64,9 @@ func (l *Lab) build() error {
 		}
 	}
 	steps := []func() error{l.buildRouter, l.buildClient, l.buildHost}
+	if l.Opts.Router == RouterFRR {
+		steps = append(steps, l.frrLinkLocal)
+	}
 	for i := range l.Nodes {
 		steps = append(steps, func() error { return l.buildNode(i) })
 	}
@@ -71,7 +75,7 @@ func (l *Lab) build() error {
 			return err
 		}
 	}
-	return l.startBird()
+	return l.startRouter()
 }
 
 func (l *Lab) addNamespace(ns string) error {
@@ -101,7 +105,8 @@ func defaultRouteArgs(gw netip.Addr) []string {
 }
 
 // configureLink gives dev in ns ("" = host) the addresses and brings it up,
-// without IPv6 link-local addresses (every address stays in the lab ranges).
+// without IPv6 link-local addresses (every address stays in the lab ranges;
+// an FRR router is the one exception, see frrLinkLocal).
 func configureLink(ns, dev string, addrs ...netip.Addr) error {
 	cmds := [][]string{{"link", "set", "dev", dev, "addrgenmode", "none"}}
 	for _, a := range addrs {

@@ -1,10 +1,10 @@
 // Package netlab builds a small routed network in Linux network namespaces for
-// tests: a router namespace running a real BIRD 2, node namespaces on a shared
-// "node segment" behind the router's bridge, a client namespace on another
-// link, and veth pairs that attach the host (root) namespace to the node
-// segment so that a BGP speaker running in the test process can peer with the
-// router. It needs root, iproute2 and BIRD 2 (hack/install-deps.sh installs
-// them).
+// tests: a router namespace running a real BIRD 2 or FRR (Options.Router),
+// node namespaces on a shared "node segment" behind the router's bridge, a
+// client namespace on another link, and veth pairs that attach the host
+// (root) namespace to the node segment so that a BGP speaker running in the
+// test process can peer with the router. It needs root, iproute2 and BIRD 2,
+// or FRR for an FRR router (hack/install-deps.sh installs them).
 //
 // Every address the lab uses is in 198.18.0.0/15 or 2001:db8::/32. The host
 // side gets only the connected routes of the node segment. Labs are
@@ -69,6 +69,8 @@ type Options struct {
 	Password string
 	// Passwords overrides Password for the sessions of one speaker index.
 	Passwords map[int]string
+	// Router is the BGP implementation of the router (default RouterBIRD).
+	Router RouterKind
 }
 
 func (o *Options) defaults() error {
@@ -83,6 +85,12 @@ func (o *Options) defaults() error {
 	}
 	if o.SpeakerASN == 0 {
 		o.SpeakerASN = DefaultSpeakerASN
+	}
+	if o.Router == "" {
+		o.Router = RouterBIRD
+	}
+	if o.Router != RouterBIRD && o.Router != RouterFRR {
+		return fmt.Errorf("router %q is neither %q nor %q", o.Router, RouterBIRD, RouterFRR)
 	}
 	if o.Nodes < 1 || o.Nodes > maxNodes {
 		return fmt.Errorf("nodes %d out of range 1..%d", o.Nodes, maxNodes)
@@ -111,7 +119,7 @@ type Lab struct {
 	Nodes  []string
 	// HostLink is the host end of the speaker veth.
 	HostLink string
-	// Dir holds the BIRD config, control socket and log.
+	// Dir holds the router's config, control sockets and logs.
 	Dir string
 	// Opts are the options with defaults filled in.
 	Opts Options
@@ -120,14 +128,18 @@ type Lab struct {
 	namespaces []string // created, in order
 	links      []string // host links created
 	bird       *framework.Process
+	zebra      *framework.Process
+	bgpd       *framework.Process
 	closers    []func()
 	lock       *os.File
 	closed     bool
-	savedLog   string // BIRD's log, read before Close removes Dir
+	savedLog   string // the router's log, read before Close removes Dir
+	// frrMadeTmpBase: FRR's /var/tmp/frr did not exist before the lab.
+	frrMadeTmpBase bool
 }
 
-// Available reports why a lab cannot run here (not root, a tool missing), or
-// nil.
+// Available reports why a lab with the default router (BIRD) cannot run here
+// (not root, a tool missing), or nil. AvailableFRR is the same for FRR.
 func Available() error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("netlab needs root (euid %d)", os.Geteuid())
@@ -144,7 +156,7 @@ func Available() error {
 // fails. It skips the test, saying why, when the lab cannot run here.
 func New(t testing.TB, opts Options) *Lab {
 	t.Helper()
-	if err := Available(); err != nil {
+	if err := opts.Router.Available(); err != nil {
 		t.Skipf("skipping: %v", err)
 	}
 	l, err := Start(opts)
@@ -153,7 +165,7 @@ func New(t testing.TB, opts Options) *Lab {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("netlab: BIRD log:\n%s", l.BirdLog())
+			t.Logf("netlab: %s log:\n%s", l.Opts.Router, l.RouterLog())
 		}
 		if err := l.Close(); err != nil {
 			t.Errorf("netlab: %v", err)
@@ -198,7 +210,8 @@ var leftoverLink = regexp.MustCompile(`^mccm[0-9a-f]{6}h$`)
 
 // acquireLock takes the machine-wide lab lock, then removes host links that a
 // crashed lab left: while the lock is held no other lab exists, and such a
-// link would hold the same addresses.
+// link would hold the same addresses. It also stops a crashed lab's FRR
+// daemons (reapFRR).
 func acquireLock() (*os.File, error) {
 	f, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600) //nolint:gosec // a fixed path in the temporary folder
 	if err != nil {
@@ -223,6 +236,7 @@ func acquireLock() (*os.File, error) {
 			_ = run("ip", "link", "del", "dev", name)
 		}
 	}
+	reapFRR()
 	return f, nil
 }
 
@@ -234,8 +248,9 @@ func randomID() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-// Close stops BIRD and the lab's servers and deletes exactly the namespaces
-// and links the lab created. It is safe to call more than once.
+// Close stops the router and the lab's servers and deletes exactly the
+// namespaces, links and files the lab created. It is safe to call more than
+// once.
 func (l *Lab) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -246,7 +261,8 @@ func (l *Lab) Close() error {
 	for i := len(l.closers) - 1; i >= 0; i-- {
 		l.closers[i]()
 	}
-	l.stopBird()
+	l.stopRouter()
+	l.closeFRR()
 	var errs []error
 	for _, link := range l.links {
 		if err := run("ip", "link", "del", "dev", link); err != nil {
@@ -259,9 +275,7 @@ func (l *Lab) Close() error {
 		}
 	}
 	if l.Dir != "" {
-		if b, err := os.ReadFile(l.birdLogPath()); err == nil {
-			l.savedLog = string(b)
-		}
+		l.savedLog = l.readRouterLog()
 		if err := os.RemoveAll(l.Dir); err != nil {
 			errs = append(errs, err)
 		}

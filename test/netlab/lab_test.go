@@ -85,10 +85,16 @@ func TestAddressPlan(t *testing.T) {
 	}
 }
 
-// TestLab builds a lab and checks its data plane, its host attachment, a
-// router restart and that Close leaves nothing behind.
+// TestLab builds a lab per router and checks its data plane, its host
+// attachment, a router restart and that Close leaves nothing behind.
 func TestLab(t *testing.T) {
-	l := New(t, Options{Nodes: 2, Speakers: 2})
+	for _, kind := range RouterKinds {
+		t.Run(string(kind), func(t *testing.T) { testLab(t, kind) })
+	}
+}
+
+func testLab(t *testing.T, kind RouterKind) {
+	l := New(t, Options{Nodes: 2, Speakers: 2, Router: kind})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -105,8 +111,8 @@ func TestLab(t *testing.T) {
 		}
 	}
 
-	// A VIP on a node's lo, routed by hand (BIRD would remove a foreign
-	// route marked as its own).
+	// A VIP on a node's lo, routed by hand (not as the router's protocol:
+	// BIRD would remove a foreign route marked as its own).
 	for _, f := range []Family{IPv4, IPv6} {
 		vip := netip.MustParseAddr("198.18.30.1")
 		if f == IPv6 {
@@ -127,8 +133,8 @@ func TestLab(t *testing.T) {
 		t.Error("GET outside the lab ranges: no error")
 	}
 
-	// The host end has only the segment's routes, and reaches BIRD from
-	// each speaker address.
+	// The host end has only the segment's routes, and reaches the router
+	// from each speaker address.
 	for _, f := range []string{"-4", "-6"} {
 		out, err := output("ip", f, "route", "show", "dev", l.HostLink)
 		if err != nil {
@@ -144,7 +150,7 @@ func TestLab(t *testing.T) {
 		d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(SpeakerAddr(f, 1), 0)), Timeout: 5 * time.Second}
 		conn, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(RouterAddr(f), 179).String())
 		if err != nil {
-			t.Errorf("host → BIRD: %v", err)
+			t.Errorf("host → router: %v", err)
 			continue
 		}
 		_ = conn.Close()
@@ -157,23 +163,28 @@ func TestLab(t *testing.T) {
 		t.Errorf("session states = %v, want 4 sessions", states)
 	}
 
-	pid := l.BirdPID()
+	pid := l.RouterPID()
 	if err := l.RestartRouter(); err != nil {
 		t.Fatal(err)
 	}
-	if l.BirdPID() == pid || processAlive(pid) {
-		t.Errorf("BIRD pid %d still running after restart (new pid %d)", pid, l.BirdPID())
+	if l.RouterPID() == pid || processAlive(pid) {
+		t.Errorf("%s pid %d still running after restart (new pid %d)", kind, pid, l.RouterPID())
 	}
-	if _, err := l.Birdc("show", "status"); err != nil {
-		t.Errorf("birdc after restart: %v", err)
+	if kind == RouterFRR {
+		_, err = l.Vtysh("show version")
+	} else {
+		_, err = l.Birdc("show", "status")
+	}
+	if err != nil {
+		t.Errorf("%s's control socket after restart: %v", kind, err)
 	}
 
-	pid, dir := l.BirdPID(), l.Dir
+	pid, dir := l.RouterPID(), l.Dir
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if processAlive(pid) {
-		t.Errorf("BIRD pid %d alive after Close", pid)
+		t.Errorf("%s pid %d alive after Close", kind, pid)
 	}
 	for _, ns := range append([]string{l.Router, l.Client}, l.Nodes...) {
 		if _, err := os.Stat(filepath.Join("/run/netns", ns)); !errors.Is(err, os.ErrNotExist) {

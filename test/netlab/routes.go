@@ -9,7 +9,8 @@ import (
 	"strings"
 )
 
-// Route is a route that BIRD installed in the router namespace's kernel.
+// Route is a route that the router (BIRD or FRR) installed in the router
+// namespace's kernel.
 type Route struct {
 	Prefix netip.Prefix
 	// NextHops are sorted; an ECMP route has several.
@@ -26,10 +27,10 @@ type jsonRoute struct {
 	} `json:"nexthops"`
 }
 
-// Routes lists the routes of family f that BIRD installed in the router
-// namespace's kernel.
+// Routes lists the routes of family f that the router's BGP daemon installed
+// in the router namespace's kernel (proto bird, or proto bgp for FRR).
 func (l *Lab) Routes(f Family) ([]Route, error) {
-	out, err := output("ip", fmt.Sprintf("-%d", f), "-n", l.Router, "-j", "route", "show", "proto", "bird")
+	out, err := output("ip", fmt.Sprintf("-%d", f), "-n", l.Router, "-j", "route", "show", "proto", l.routeProto())
 	if err != nil {
 		return nil, fmt.Errorf("netlab routes: %w", err)
 	}
@@ -97,7 +98,7 @@ func parseDst(f Family, dst string) (netip.Prefix, error) {
 	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
-// Route returns the BIRD route of prefix in the router's kernel, if any.
+// Route returns the router's route of prefix in the router's kernel, if any.
 func (l *Lab) Route(prefix netip.Prefix) (Route, bool, error) {
 	f := IPv4
 	if prefix.Addr().Is6() {

@@ -1,0 +1,296 @@
+package netlab
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/metal-ccm/metal-ccm/test/framework"
+)
+
+// Where Debian's frr package puts FRR; the daemons are not on PATH.
+var (
+	zebraPath = "/usr/lib/frr/zebra"
+	bgpdPath  = "/usr/lib/frr/bgpd"
+	vtyshPath = lookPath("vtysh", "/usr/bin")
+)
+
+// frrUser is the user the FRR daemons drop to (Debian's package creates it).
+const frrUser = "frr"
+
+// frrTmpBase is where every FRR daemon keeps a per-PID folder (crash logs);
+// FRR offers no option to move it. A daemon that exits normally removes its
+// own folder.
+const frrTmpBase = "/var/tmp/frr"
+
+// lookPath finds a binary on PATH, or in dir, which a user's PATH may lack.
+func lookPath(name, dir string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	return filepath.Join(dir, name)
+}
+
+// AvailableFRR reports why a lab with Router RouterFRR cannot run here, or
+// nil.
+func AvailableFRR() error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("netlab needs root (euid %d)", os.Geteuid())
+	}
+	for _, bin := range []string{"ip", zebraPath, bgpdPath, vtyshPath} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return fmt.Errorf("netlab with FRR needs %s (run hack/install-deps.sh as root): %w", bin, err)
+		}
+	}
+	if _, err := user.Lookup(frrUser); err != nil {
+		return fmt.Errorf("netlab with FRR needs the user %q of the frr package: %w", frrUser, err)
+	}
+	return nil
+}
+
+// FRRDir holds the FRR daemons' config, pid files and vty sockets; it belongs
+// to the frr user, which the daemons run as.
+func (l *Lab) FRRDir() string { return filepath.Join(l.Dir, "frr") }
+
+func (l *Lab) frrFile(name string) string { return filepath.Join(l.FRRDir(), name) }
+
+func (l *Lab) frrLogPath(daemon string) string { return filepath.Join(l.Dir, daemon+".log") }
+
+// Vtysh runs vtysh commands against the lab's FRR daemons (and only them:
+// its own vty socket folder and an empty vtysh.conf, never /etc/frr or
+// /var/run/frr) and returns the output.
+func (l *Lab) Vtysh(commands ...string) (string, error) {
+	return l.vtyshTo("", commands...)
+}
+
+// vtyshTo runs vtysh commands against one daemon ("" = all).
+func (l *Lab) vtyshTo(daemon string, commands ...string) (string, error) {
+	args := []string{"--vty_socket", l.FRRDir(), "--config_dir", l.FRRDir()}
+	if daemon != "" {
+		args = append(args, "-d", daemon)
+	}
+	for _, c := range commands {
+		args = append(args, "-c", c)
+	}
+	return output(vtyshPath, args...)
+}
+
+// frrLinkLocal gives the router's segment interface an IPv6 link-local
+// address: bgpd brings up no IPv6 session without one on the interface of
+// the session address ("nexthop_set failed"; the session address on the
+// loopback as well does not do), and the lab's links have none (addrgenmode
+// none). It is the lab's only address outside its ranges: link-local, as
+// every IPv6 link has by default, never routed and never a test's target.
+func (l *Lab) frrLinkLocal() error {
+	return ipn(l.Router, "-6", "addr", "add", "fe80::1/64", "dev", bridgeName, "nodad")
+}
+
+// startFRR writes the configs and runs zebra, then bgpd, in the router
+// namespace, each until it answers on its vty socket.
+func (l *Lab) startFRR() error {
+	if err := l.writeFRRFiles(); err != nil {
+		return err
+	}
+	if _, err := os.Stat(frrTmpBase); errors.Is(err, os.ErrNotExist) {
+		l.mu.Lock()
+		l.frrMadeTmpBase = true
+		l.mu.Unlock()
+	}
+	common := []string{"-u", frrUser, "-g", frrUser,
+		"-P", "0", // no TCP vty; vtysh uses the sockets in FRRDir
+		"--vty_socket", l.FRRDir(), "-z", l.frrFile("zserv.api"), "--log", "stdout"}
+	zebra, err := l.startFRRDaemon("zebra", zebraPath, slices.Concat(common,
+		[]string{"-f", l.frrFile("zebra.conf"), "-i", l.frrFile("zebra.pid")})...)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.zebra = zebra
+	l.mu.Unlock()
+	bgpd, err := l.startFRRDaemon("bgpd", bgpdPath, slices.Concat(common,
+		[]string{"-f", l.frrFile("frr.conf"), "-i", l.frrFile("bgpd.pid")})...)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.bgpd = bgpd
+	l.mu.Unlock()
+	// Ready when bgpd has read its config: every session is there.
+	want := 2 * l.Opts.Speakers
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		states, err := l.frrSessionStates()
+		if err == nil && len(states) == want {
+			break
+		}
+		if bgpd.Exited() || time.Now().After(deadline) {
+			if err == nil {
+				err = fmt.Errorf("sessions %v", states)
+			}
+			return fmt.Errorf("bgpd does not have the %d sessions of its config: %w; log:\n%s", want, err, bgpd.Log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// FRR skips a config line it cannot apply and runs on: fail instead.
+	if log := bgpd.Log(); strings.Contains(log, "on config line") {
+		return fmt.Errorf("bgpd skipped lines of its config; log:\n%s", log)
+	}
+	return nil
+}
+
+// writeFRRFiles makes FRRDir, owned by the frr user, with the daemons'
+// configs and an empty vtysh.conf (so vtysh reads nothing of /etc/frr).
+func (l *Lab) writeFRRFiles() error {
+	u, err := user.Lookup(frrUser)
+	if err != nil {
+		return fmt.Errorf("frr user: %w", err)
+	}
+	uid, err := strconv.Atoi(u.Uid)
+	if err != nil {
+		return fmt.Errorf("frr user: %w", err)
+	}
+	gid, err := strconv.Atoi(u.Gid)
+	if err != nil {
+		return fmt.Errorf("frr user: %w", err)
+	}
+	conf, err := l.frrConfig()
+	if err != nil {
+		return err
+	}
+	// The daemons drop to the frr user before they read their config and
+	// write pid files and sockets: they must get through Dir (made 0700).
+	if err := os.Chmod(l.Dir, 0o711); err != nil { //nolint:gosec // traversal only; the files in Dir are 0600
+		return fmt.Errorf("frr dir: %w", err)
+	}
+	dir := l.FRRDir()
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("frr dir: %w", err)
+	}
+	files := map[string]string{
+		"frr.conf":   conf,
+		"zebra.conf": "! zebra of test/netlab's router: defaults only\nhostname netlab-router\n",
+		"vtysh.conf": "",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o640); err != nil { //nolint:gosec // for the frr group too, as FRR's own files
+			return fmt.Errorf("frr config: %w", err)
+		}
+	}
+	for _, p := range []string{dir, filepath.Join(dir, "frr.conf"), filepath.Join(dir, "zebra.conf")} {
+		if err := os.Chown(p, uid, gid); err != nil {
+			return fmt.Errorf("frr dir: %w", err)
+		}
+	}
+	return nil
+}
+
+// startFRRDaemon runs one daemon in the router namespace in the foreground
+// (so the lab has its PID) until its vty socket answers.
+func (l *Lab) startFRRDaemon(name, bin string, args ...string) (*framework.Process, error) {
+	p, err := framework.StartProcess(name, l.frrLogPath(name), false,
+		"ip", append([]string{"netns", "exec", l.Router, bin}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := l.vtyshTo(name, "show version")
+		if err == nil {
+			return p, nil
+		}
+		if p.Exited() || time.Now().After(deadline) {
+			p.Stop(routerStopGrace)
+			removeFRRTmp(name, p.PID())
+			return nil, fmt.Errorf("%s did not answer on its vty socket in %s (%w); log:\n%s", name, l.FRRDir(), err, p.Log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stopFRR stops bgpd, then zebra (which then removes bgpd's kernel routes),
+// by PID; l.mu is held.
+func (l *Lab) stopFRR() {
+	for _, p := range []**framework.Process{&l.bgpd, &l.zebra} {
+		if *p != nil {
+			(*p).Stop(routerStopGrace)
+			removeFRRTmp((*p).Name, (*p).PID())
+			*p = nil
+		}
+	}
+}
+
+// removeFRRTmp removes the per-PID folder of a daemon that did not exit
+// normally (killed after the grace time): exactly its own folder.
+func removeFRRTmp(name string, pid int) {
+	_ = os.RemoveAll(filepath.Join(frrTmpBase, fmt.Sprintf("%s.%d", name, pid)))
+}
+
+// closeFRR removes FRR's temporary base folder if the lab made it and it is
+// empty again; l.mu is held.
+func (l *Lab) closeFRR() {
+	if l.frrMadeTmpBase {
+		_ = os.Remove(frrTmpBase) // fails, and keeps it, if anything is left
+	}
+}
+
+// frrLog is zebra's and bgpd's output.
+func (l *Lab) frrLog() string {
+	var b strings.Builder
+	for _, d := range []string{"bgpd", "zebra"} {
+		fmt.Fprintf(&b, "=== %s ===\n%s\n", d, readLog(d, l.frrLogPath(d)))
+	}
+	return b.String()
+}
+
+// frrSessionStates reads the sessions' states from bgpd.
+func (l *Lab) frrSessionStates() (map[netip.Addr]string, error) {
+	out, err := l.Vtysh("show bgp neighbors json")
+	if err != nil {
+		return nil, err
+	}
+	return parseFRRNeighbors([]byte(out))
+}
+
+// parseFRRNeighbors reads `show bgp neighbors json`: an object keyed by
+// neighbor address whose bgpState is "Established", "Active", ..., the same
+// words BIRD uses.
+func parseFRRNeighbors(data []byte) (map[netip.Addr]string, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("netlab parse FRR neighbors: %w", err)
+	}
+	states := map[netip.Addr]string{}
+	for key, v := range raw {
+		a, err := netip.ParseAddr(key)
+		if err != nil {
+			continue // not a neighbor
+		}
+		var n struct {
+			BgpState string `json:"bgpState"`
+		}
+		if err := json.Unmarshal(v, &n); err != nil {
+			return nil, fmt.Errorf("netlab parse FRR neighbor %s: %w", key, err)
+		}
+		states[a] = n.BgpState
+	}
+	return states, nil
+}
+
+// checkFRRPassword refuses what FRR's config cannot carry: a password is one
+// word.
+func checkFRRPassword(pw string) error {
+	if strings.IndexFunc(pw, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) >= 0 {
+		return errors.New("an FRR password must be one word of printable characters")
+	}
+	return nil
+}

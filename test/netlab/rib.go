@@ -1,0 +1,100 @@
+package netlab
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// Path is one BGP path the router holds for a prefix: which speaker sent it
+// and its next hop. Stale paths kept through graceful restart are paths too.
+type Path struct {
+	Peer    netip.Addr
+	NextHop netip.Addr
+}
+
+// BGPPaths are the paths the router's BGP table holds for prefix (exactly
+// that prefix), from every speaker: what the kernel's route cannot show,
+// since two paths with the same next hop make one kernel next hop.
+func (l *Lab) BGPPaths(prefix netip.Prefix) ([]Path, error) {
+	if l.Opts.Router == RouterFRR {
+		afi := "ipv4"
+		if prefix.Addr().Is6() {
+			afi = "ipv6"
+		}
+		out, err := l.Vtysh(fmt.Sprintf("show bgp %s unicast %s json", afi, prefix))
+		if err != nil {
+			return nil, err
+		}
+		return parseFRRPaths([]byte(out))
+	}
+	out, err := l.Birdc("show", "route", prefix.String(), "all")
+	if err != nil {
+		if strings.Contains(out, "Network not found") {
+			return nil, nil // birdc's answer (and exit code 1) for no route
+		}
+		return nil, fmt.Errorf("%w: %s", err, out)
+	}
+	return parseBirdPaths(out)
+}
+
+// parseFRRPaths reads `show bgp ... PREFIX json` ({} when there is none).
+func parseFRRPaths(data []byte) ([]Path, error) {
+	var doc struct {
+		Paths []struct {
+			Peer struct {
+				PeerID string `json:"peerId"`
+			} `json:"peer"`
+			Nexthops []struct {
+				IP string `json:"ip"`
+			} `json:"nexthops"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("parse FRR paths: %w", err)
+	}
+	var out []Path
+	for _, p := range doc.Paths {
+		peer, err := netip.ParseAddr(p.Peer.PeerID)
+		if err != nil || len(p.Nexthops) == 0 {
+			return nil, fmt.Errorf("parse FRR paths: path from %q with next hops %v", p.Peer.PeerID, p.Nexthops)
+		}
+		nh, err := netip.ParseAddr(p.Nexthops[0].IP)
+		if err != nil {
+			return nil, fmt.Errorf("parse FRR paths: %w", err)
+		}
+		out = append(out, Path{Peer: peer, NextHop: nh})
+	}
+	return out, nil
+}
+
+// parseBirdPaths reads `birdc show route PREFIX all`: each route line names
+// its protocol ("[spk4_0 ...]", the session with speaker 0 of IPv4) and the
+// next line its next hop ("via ADDR on DEV"). Routes of other protocols (the
+// kernel's) are skipped.
+func parseBirdPaths(out string) ([]Path, error) {
+	var paths []Path
+	var peer netip.Addr
+	for _, line := range strings.Split(out, "\n") {
+		if i := strings.Index(line, "["); i >= 0 && strings.Contains(line, "unicast") {
+			peer = netip.Addr{}
+			var f Family
+			var n int
+			if _, err := fmt.Sscanf(line[i+1:], "spk%d_%d", &f, &n); err == nil {
+				peer = SpeakerAddr(f, n)
+			}
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) >= 2 && fields[0] == "via" && peer.IsValid() {
+			nh, err := netip.ParseAddr(fields[1])
+			if err != nil {
+				return nil, fmt.Errorf("parse BIRD paths: %q: %w", line, err)
+			}
+			paths = append(paths, Path{Peer: peer, NextHop: nh})
+			peer = netip.Addr{}
+		}
+	}
+	return paths, nil
+}
