@@ -38,6 +38,14 @@ func checkPaths(prefix netip.Prefix, nextHops []netip.Addr) ([]netip.Addr, error
 // pathID picks the path identifier of next hop nh: the IPv4 address itself,
 // or a hash of the IPv6 address; stable for the same address, and moved on
 // past the identifiers in use for the prefix (and 0).
+//
+// GoBGP keys its own table by this identifier (a path with the same one
+// replaces the earlier path), but it is not the ADD-PATH identifier on the
+// wire: GoBGP gives each path of a prefix its own, the lowest free one,
+// never reused after a locally originated path is withdrawn, and its API
+// takes none (v3; v4 up to v4.8 too). Identifiers on the wire therefore
+// drift across withdrawals and restarts; docs/deploy.md ("Stopping") says
+// why the speaker closes its sessions with a Cease when it can instead.
 func pathID(nh netip.Addr, used map[uint32]bool) uint32 {
 	var id uint32
 	if nh.Is4() {
