@@ -74,9 +74,10 @@ type configWatcher interface {
 // announcements). It is started before leader election.
 type everyReplica interface {
 	RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) error
-	// StopInEveryReplica ends that work before the process exits; others
-	// says whether another replica is known to run.
-	StopInEveryReplica(ctx context.Context, others bool)
+	// StopInEveryReplica ends that work before the process exits;
+	// othersRun tells (taking up to a few seconds) whether another replica
+	// is known to run.
+	StopInEveryReplica(ctx context.Context, othersRun func() bool)
 }
 
 func fail(what string, err error) {

@@ -22,14 +22,16 @@ import (
 // upstream's command runs: upstream runs it on a context that never ends and
 // does not release the Lease, so a new leader would wait the Lease duration.
 // On a stop the replica instead closes the gate (upstream's elector can no
-// longer write the Lease), releases the Lease if it leads, and tells whether
-// another replica is alive: one holds the Lease, or takes it over.
+// longer write the Lease), releases the Lease if it leads, and, when asked,
+// tells whether another replica is alive: one holds the Lease, or takes it
+// over.
 type election struct {
 	namespace, name string
 	retryPeriod     time.Duration
 	client          kubernetes.Interface // not behind the gate
 	gate            *leaseGate
 	leading         atomic.Bool // set once a controller is started: only the leader starts them
+	released        bool        // this replica released the Lease (set by stopElecting)
 }
 
 // leaseGate holds back writes to one Lease once closed: they never return.
@@ -70,33 +72,46 @@ type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// handOver closes the gate (upstream's elector can no longer renew, take or
-// re-take the Lease), releases the Lease if this replica leads, and
-// reports whether another replica is known to run: it holds a valid Lease,
-// or took the released one over within the wait. Errors count as "no other
-// replica known" (the safe answer: routers then keep this replica's routes).
-func (e *election) handOver(ctx context.Context) bool {
+// stopElecting closes the gate (upstream's elector can no longer renew, take
+// or re-take the Lease) and, if this replica leads, releases the Lease, so
+// that another replica leads within one retry period instead of the Lease
+// duration.
+func (e *election) stopElecting(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	e.gate.closed.Store(true)
 	if !e.leading.Load() {
-		lease, err := e.client.CoordinationV1().Leases(e.namespace).Get(ctx, e.name, metav1.GetOptions{})
+		return
+	}
+	if err := e.release(ctx); err != nil {
+		logger.Error(err, "Cannot release the leader-election Lease", "lease", klog.KRef(e.namespace, e.name))
+		return
+	}
+	e.released = true
+	logger.Info("Released the leader-election Lease", "lease", klog.KRef(e.namespace, e.name))
+}
+
+// othersRun reports, after stopElecting, whether another replica is known to
+// run: it holds a valid Lease, or (when this replica released it) takes it
+// over within twice the retry period and a second. Errors count as "none
+// known", the safe answer: routers then keep this replica's routes.
+func (e *election) othersRun(ctx context.Context) bool {
+	logger := klog.FromContext(ctx)
+	leases := e.client.CoordinationV1().Leases(e.namespace)
+	if !e.released {
+		lease, err := leases.Get(ctx, e.name, metav1.GetOptions{})
 		if err != nil {
 			logger.Error(err, "Cannot read the leader-election Lease", "lease", klog.KRef(e.namespace, e.name))
 			return false
 		}
-		return heldByLiveReplica(lease, time.Now())
+		return !e.leading.Load() && heldByLiveReplica(lease, time.Now())
 	}
-	if err := e.release(ctx); err != nil {
-		logger.Error(err, "Cannot release the leader-election Lease", "lease", klog.KRef(e.namespace, e.name))
-		return false
-	}
-	logger.Info("Released the leader-election Lease", "lease", klog.KRef(e.namespace, e.name))
 	// The other replicas try every retry period (with up to 20% jitter).
-	wctx, cancel := context.WithTimeout(ctx, 2*e.retryPeriod+time.Second)
+	waitFor := 2*e.retryPeriod + time.Second
+	wctx, cancel := context.WithTimeout(ctx, waitFor)
 	defer cancel()
 	var holder string
 	err := wait.PollUntilContextCancel(wctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		lease, err := e.client.CoordinationV1().Leases(e.namespace).Get(ctx, e.name, metav1.GetOptions{})
+		lease, err := leases.Get(ctx, e.name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil //nolint:nilerr // retried until the wait ends
 		}
@@ -104,7 +119,7 @@ func (e *election) handOver(ctx context.Context) bool {
 		return holder != "", nil
 	})
 	if err != nil {
-		logger.Info("No other replica took the leader-election Lease over", "waited", 2*e.retryPeriod+time.Second)
+		logger.Info("No other replica took the leader-election Lease over", "waited", waitFor)
 		return false
 	}
 	logger.Info("Another replica took the leader-election Lease over", "holder", holder)

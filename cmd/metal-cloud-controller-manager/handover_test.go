@@ -83,19 +83,30 @@ func TestHandOver(t *testing.T) {
 	}
 	ctx := context.Background()
 
-	t.Run("follower sees a live leader", func(t *testing.T) {
-		e := newElection(held("leader"), false)
-		if !e.handOver(ctx) {
-			t.Error("handOver = false, want true")
-		}
+	handOver := func(e *election) bool {
+		e.stopElecting(ctx)
 		if !e.gate.closed.Load() {
 			t.Error("the gate is open")
+		}
+		return e.othersRun(ctx)
+	}
+	t.Run("follower sees a live leader", func(t *testing.T) {
+		e := newElection(held("leader"), false)
+		if !handOver(e) {
+			t.Error("othersRun = false, want true")
+		}
+	})
+	t.Run("follower sees no live leader", func(t *testing.T) {
+		l := held("leader")
+		l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now().Add(-time.Minute)}
+		if handOver(newElection(l, false)) {
+			t.Error("othersRun = true, want false")
 		}
 	})
 	t.Run("leader releases, nobody takes over", func(t *testing.T) {
 		e := newElection(held("me"), true)
-		if e.handOver(ctx) {
-			t.Error("handOver = true, want false")
+		if handOver(e) {
+			t.Error("othersRun = true, want false")
 		}
 		l, err := e.client.CoordinationV1().Leases("kube-system").Get(ctx, "ccm", metav1.GetOptions{})
 		if err != nil {
@@ -120,8 +131,8 @@ func TestHandOver(t *testing.T) {
 				time.Sleep(time.Millisecond)
 			}
 		}()
-		if !e.handOver(ctx) {
-			t.Error("handOver = false, want true")
+		if !handOver(e) {
+			t.Error("othersRun = false, want true")
 		}
 	})
 }

@@ -8,8 +8,9 @@ import (
 )
 
 // stopTimeout bounds the work after SIGTERM: stopping the controllers,
-// handing the Lease over (at most twice the leader-election retry period
-// and a second: 5s by default) and closing the BGP sessions. The chart's
+// handing the Lease over, finding out whether another replica runs (at
+// most twice the leader-election retry period and a second: 5s by default;
+// only asked by a speaker with bgp.onStop Auto) and closing the BGP sessions. The chart's
 // terminationGracePeriodSeconds (30s) leaves room for it.
 const stopTimeout = 10 * time.Second
 
@@ -22,9 +23,10 @@ func (m *manager) stop() {
 	logger := klog.Background().WithName("stop")
 	ctx = klog.NewContext(ctx, logger)
 	logger.Info("Stopping on a signal", "timeout", stopTimeout)
-	others := false
+	others := func() bool { return false }
 	if m.election != nil {
-		others = m.election.handOver(ctx)
+		m.election.stopElecting(ctx)
+		others = func() bool { return m.election.othersRun(ctx) }
 	}
 	if m.replica == nil {
 		return

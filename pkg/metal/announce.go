@@ -63,20 +63,22 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) 
 }
 
 // StopInEveryReplica ends the speaker's sessions as bgp.onStop says, for a
-// replica that is about to exit; others says whether another replica is
-// known to run (and so to announce the same routes). Withdrawing closes the
+// replica that is about to exit; othersRun tells whether another replica is
+// known to run (and so to announce the same routes); it is asked only for
+// Auto, as it may wait for another replica to take the Lease over. Withdrawing closes the
 // sessions with a Cease and returns once that is sent; keeping leaves them
 // open, to close with the process without a NOTIFICATION, which a router
 // with graceful restart treats as a restart: it keeps forwarding on this
 // replica's paths until the replica is back or the restart time ends.
-func (c *Cloud) StopInEveryReplica(ctx context.Context, others bool) {
+func (c *Cloud) StopInEveryReplica(ctx context.Context, othersRun func() bool) {
 	speaker := c.speaker.Load()
 	if speaker == nil {
 		return
 	}
 	logger := klog.FromContext(ctx).WithName("bgp")
 	mode := c.state.Load().cfg.BGP.OnStop
-	if mode == config.StopWithdraw || mode == config.StopAuto && others {
+	others := mode == config.StopAuto && othersRun()
+	if mode == config.StopWithdraw || others {
 		logger.Info("Closing the BGP sessions: routers drop this replica's paths now", "onStop", mode, "otherReplicas", others)
 		speaker.Stop()
 		return
