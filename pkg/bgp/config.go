@@ -10,21 +10,10 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
+
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/limits"
 )
 
-// Defaults for zero Peer fields.
-const (
-	DefaultPort        = 179
-	DefaultHoldTime    = 90 * time.Second
-	DefaultRestartTime = 120 * time.Second
-)
-
-// Limits of the BGP protocol on the configurable timers.
-const (
-	maxHoldTime    = 65535 * time.Second
-	minHoldTime    = 3 * time.Second
-	maxRestartTime = 4095 * time.Second // 12-bit field of the capability
-)
 
 // Peer is a router the speaker opens a session to.
 type Peer struct {
@@ -129,11 +118,11 @@ func (p Peer) withDefaults() (Peer, error) {
 	if p.ASN == 0 {
 		errs = append(errs, errors.New("asn must not be 0"))
 	}
-	if p.HoldTime != 0 && (p.HoldTime < minHoldTime || p.HoldTime > maxHoldTime) {
-		errs = append(errs, fmt.Errorf("holdTime %s must be 0 (default) or between %s and %s", p.HoldTime, minHoldTime, maxHoldTime))
+	if p.HoldTime != 0 && (p.HoldTime < limits.MinHoldTime || p.HoldTime > limits.MaxHoldTime) {
+		errs = append(errs, fmt.Errorf("holdTime %s must be 0 (default) or between %s and %s", p.HoldTime, limits.MinHoldTime, limits.MaxHoldTime))
 	}
-	if p.RestartTime < 0 || p.RestartTime > maxRestartTime {
-		errs = append(errs, fmt.Errorf("restartTime %s must be between 0 (default) and %s", p.RestartTime, maxRestartTime))
+	if p.RestartTime != 0 && (p.RestartTime < limits.MinRestartTime || p.RestartTime > limits.MaxRestartTime) {
+		errs = append(errs, fmt.Errorf("restartTime %s must be 0 (default) or between %s and %s", p.RestartTime, limits.MinRestartTime, limits.MaxRestartTime))
 	}
 	if l := p.LocalAddress; l.IsValid() && (l.Is4() != p.Address.Is4() || l.IsUnspecified() || l.IsMulticast() || l.Zone() != "" || l.Is4In6()) {
 		errs = append(errs, fmt.Errorf("localAddress %s must be a unicast address of the peer address's family", p.LocalAddress))
@@ -142,13 +131,13 @@ func (p Peer) withDefaults() (Peer, error) {
 		return Peer{}, err
 	}
 	if p.Port == 0 {
-		p.Port = DefaultPort
+		p.Port = limits.DefaultPort
 	}
 	if p.HoldTime == 0 {
-		p.HoldTime = DefaultHoldTime
+		p.HoldTime = limits.DefaultHoldTime
 	}
 	if p.RestartTime == 0 {
-		p.RestartTime = DefaultRestartTime
+		p.RestartTime = limits.DefaultRestartTime
 	}
 	return p, nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/limits"
 )
 
 var (
@@ -35,6 +37,7 @@ func TestNewValidates(t *testing.T) {
 		{"duplicate peer", Config{ASN: 1, RouterID: routerID, Peers: []Peer{ok, ok}}, "peers[1]: duplicate address"},
 		{"hold time too short", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: peer4, ASN: 2, HoldTime: time.Second}}}, "holdTime"},
 		{"negative restart time", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: peer4, ASN: 2, RestartTime: -time.Second}}}, "restartTime"},
+		{"restart time below a second", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: peer4, ASN: 2, RestartTime: time.Millisecond}}}, "restartTime"},
 		{"restart time too long", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: peer4, ASN: 2, RestartTime: time.Hour * 2}}}, "restartTime"},
 		{"local address of other family", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: peer4, ASN: 2, LocalAddress: peer6}}}, "localAddress"},
 		{"mapped address", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: netip.MustParseAddr("::ffff:198.18.10.1"), ASN: 2}}}, "IPv4-mapped"},
@@ -78,7 +81,7 @@ func TestDefaults(t *testing.T) {
 	if c.Timers.Config.HoldTime != 90 || c.Timers.Config.KeepaliveInterval != 30 || c.Transport.RemotePort != 179 {
 		t.Errorf("GoBGP peer config = %v", c)
 	}
-	if c.GracefulRestart != nil || len(c.AfiSafis) != 1 || c.AfiSafis[0].AddPaths.Config.SendMax != maxNextHops {
+	if c.GracefulRestart != nil || len(c.AfiSafis) != 1 || c.AfiSafis[0].AddPaths.Config.SendMax != limits.MaxNextHops {
 		t.Errorf("GoBGP peer config = %v", c)
 	}
 }

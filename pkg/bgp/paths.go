@@ -9,11 +9,9 @@ import (
 
 	api "github.com/osrg/gobgp/v3/api"
 	"google.golang.org/protobuf/types/known/anypb"
-)
 
-// maxNextHops is the most paths per prefix: GoBGP's ADD-PATH send-max is a
-// byte, and the speaker asks for all of them.
-const maxNextHops = 255
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/limits"
+)
 
 // checkPaths validates a SetPaths call and returns the next hops sorted and
 // without duplicates.
@@ -29,8 +27,8 @@ func checkPaths(prefix netip.Prefix, nextHops []netip.Addr) ([]netip.Addr, error
 			return nil, fmt.Errorf("next hop %s of %s must be a unicast address of the prefix's family", nh, prefix)
 		}
 	}
-	if len(hops) > maxNextHops {
-		return nil, fmt.Errorf("%d next hops for %s, at most %d", len(hops), prefix, maxNextHops)
+	if len(hops) > limits.MaxNextHops {
+		return nil, fmt.Errorf("%d next hops for %s, at most %d", len(hops), prefix, limits.MaxNextHops)
 	}
 	return hops, nil
 }

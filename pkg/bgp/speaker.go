@@ -15,6 +15,8 @@ import (
 	api "github.com/osrg/gobgp/v3/api"
 	"github.com/osrg/gobgp/v3/pkg/server"
 	"k8s.io/klog/v2"
+
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/limits"
 )
 
 // grDeferral is how long a restarting speaker waits for the router's
@@ -378,7 +380,7 @@ func peerConfig(localASN uint32, p Peer) *api.Peer {
 	hold := uint64(p.HoldTime / time.Second) //nolint:gosec // withDefaults: 0, or 3s to 65535s
 	af := &api.AfiSafi{
 		Config:   &api.AfiSafiConfig{Family: family(p.Address), Enabled: true},
-		AddPaths: &api.AddPaths{Config: &api.AddPathsConfig{SendMax: maxNextHops}},
+		AddPaths: &api.AddPaths{Config: &api.AddPathsConfig{SendMax: limits.MaxNextHops}},
 	}
 	peer := &api.Peer{
 		Conf: &api.PeerConf{

@@ -1,13 +1,14 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 const header = "apiVersion: metal-ccm.io/v1alpha1\nkind: CloudConfig\n"
@@ -55,7 +56,7 @@ func TestDefaults(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
-			if !equality.Semantic.DeepEqual(*got, tc.want) {
+			if !sameDocument(t, got, &tc.want) {
 				t.Errorf("got  %+v\nwant %+v", *got, tc.want)
 			}
 		})
@@ -302,4 +303,65 @@ bgp:
 	if err == nil || !strings.Contains(err.Error(), "routes.clusterCIDRs: Required value") {
 		t.Errorf("podRoutes false without clusterCIDRs: %v", err)
 	}
+}
+
+// sameDocument compares two configs as documents: the parsed values that
+// validation keeps beside the fields are derived from them.
+func sameDocument(t testing.TB, a, b *CloudConfig) bool {
+	t.Helper()
+	ja, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jb, err := json.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(ja) == string(jb)
+}
+
+// TestParsedValues checks that validation keeps what it parsed, for the
+// provider to use as it is.
+func TestParsedValues(t *testing.T) {
+	cfg, err := Parse([]byte(`apiVersion: metal-ccm.io/v1alpha1
+kind: CloudConfig
+nodes:
+  topology:
+  - {subnet: 198.18.1.0/24, zone: z1}
+loadBalancer:
+  pools:
+  - name: default
+    addresses: [198.18.100.0/30, "2001:db8:100::1-2001:db8:100::2"]
+    serviceSelector: {matchLabels: {tier: web}}
+  - name: other
+    addresses: [198.18.101.1/32]
+bgp:
+  asn: 64512
+  routerID: 198.18.10.2
+  peers:
+  - {address: 198.18.10.1, asn: 64500, localAddress: 198.18.10.2}
+  - {address: "2001:db8:10::1", asn: 64500}
+routes:
+  clusterCIDRs: [198.18.128.0/17]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, got, want any) {
+		t.Helper()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s = %v, want %v", what, got, want)
+		}
+	}
+	check("topology[0] prefix", cfg.Nodes.Topology[0].Prefix(), netip.MustParsePrefix("198.18.1.0/24"))
+	pools := cfg.LoadBalancer.Pools
+	check("pools[0] ranges", len(pools[0].Ranges()), 2)
+	check("pools[0] selector", pools[0].Selector(), "tier=web")
+	check("pools[1] selector", pools[1].Selector().Empty(), true)
+	check("routerID", cfg.BGP.RouterIDAddr(), netip.MustParseAddr("198.18.10.2"))
+	check("peers[0] address", cfg.BGP.Peers[0].Addr(), netip.MustParseAddr("198.18.10.1"))
+	check("peers[0] local address", cfg.BGP.Peers[0].LocalAddr(), netip.MustParseAddr("198.18.10.2"))
+	check("peers[1] address", cfg.BGP.Peers[1].Addr(), netip.MustParseAddr("2001:db8:10::1"))
+	check("peers[1] local address set", cfg.BGP.Peers[1].LocalAddr().IsValid(), false)
+	check("cluster CIDRs", cfg.Routes.ClusterPrefixes(), []netip.Prefix{netip.MustParsePrefix("198.18.128.0/17")})
 }

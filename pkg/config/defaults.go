@@ -1,11 +1,11 @@
 package config
 
 import (
-	"time"
-
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/limits"
 )
 
 // Default values of optional fields.
@@ -13,9 +13,9 @@ const (
 	DefaultInstanceType       = "metal"
 	DefaultDiscoveryPolicy    = DiscoveryAccept
 	DefaultPowerStateSource   = "none"
-	DefaultBGPPort            = 179
-	DefaultHoldTime           = 90 * time.Second
-	DefaultRestartTime        = 120 * time.Second
+	DefaultBGPPort            = limits.DefaultPort
+	DefaultHoldTime           = limits.DefaultHoldTime
+	DefaultRestartTime        = limits.DefaultRestartTime
 	DefaultMaxPathsPerAddress = 64
 	DefaultStopMode           = StopAuto
 )

@@ -3,8 +3,13 @@
 package config
 
 import (
+	"net/netip"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/metal-ccm/metal-ccm/pkg/ipam"
 )
 
 // APIVersion is the only apiVersion this build reads.
@@ -42,6 +47,7 @@ type Routes struct {
 	// ClusterCIDRs cover every pod CIDR; peers with podRoutes false are sent
 	// nothing inside them. Required when a peer has podRoutes false.
 	ClusterCIDRs []string `json:"clusterCIDRs,omitempty"`
+	clusterCIDRs []netip.Prefix // ClusterCIDRs, parsed by validation
 }
 
 // LoadBalancer configures LoadBalancer Services.
@@ -64,6 +70,9 @@ type Pool struct {
 	Namespaces []string `json:"namespaces,omitempty"`
 	// ServiceSelector limits the pool to Services whose labels match. Default: all.
 	ServiceSelector *metav1.LabelSelector `json:"serviceSelector,omitempty"`
+
+	ranges   []ipam.Range    // Addresses, parsed by validation
+	selector labels.Selector // ServiceSelector, compiled by validation; nil: all
 }
 
 // BGP configures the embedded speaker. Without peers nothing is announced.
@@ -73,6 +82,7 @@ type BGP struct {
 	// RouterID is a non-zero IPv4 address, required when no peer is IPv4.
 	// Default: the source address toward the first IPv4 peer.
 	RouterID string `json:"routerID,omitempty"`
+	routerID netip.Addr // RouterID, parsed by validation
 	// Peers are the routers to announce to.
 	Peers []BGPPeer `json:"peers,omitempty"`
 	// MaxPathsPerAddress is the most next hops (nodes) one LoadBalancer
@@ -110,6 +120,7 @@ const (
 type BGPPeer struct {
 	// Address is the router's IP address. Required.
 	Address string `json:"address"`
+	address netip.Addr // Address, parsed by validation
 	// ASN is the router's AS number. Required.
 	ASN uint32 `json:"asn"`
 	// Port is the router's BGP port. Default: 179.
@@ -122,6 +133,7 @@ type BGPPeer struct {
 	// LocalAddress is the source address of the session. Default: chosen by
 	// the kernel's routes.
 	LocalAddress string `json:"localAddress,omitempty"`
+	localAddress netip.Addr // LocalAddress, parsed by validation
 	// GracefulRestart keeps the router forwarding to announced addresses while
 	// the speaker restarts. Default: enabled, restart time 120s.
 	GracefulRestart *GracefulRestart `json:"gracefulRestart,omitempty"`
@@ -203,6 +215,7 @@ type Discovery struct {
 type TopologyRule struct {
 	// Subnet is a CIDR, IPv4 or IPv6. Required.
 	Subnet string `json:"subnet"`
+	subnet netip.Prefix // Subnet, parsed by validation
 	// Region becomes topology.kubernetes.io/region.
 	Region string `json:"region,omitempty"`
 	// Zone becomes topology.kubernetes.io/zone.

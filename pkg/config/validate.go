@@ -149,6 +149,7 @@ func validateTopology(p *field.Path, rules []TopologyRule) field.ErrorList {
 		} else {
 			parsed = append(parsed, indexed{pfx, i})
 		}
+		rules[i].subnet = pfx // the zero prefix when invalid
 		if r.Region == "" && r.Zone == "" {
 			errs = append(errs, field.Required(rp, "a region, a zone or both"))
 		}

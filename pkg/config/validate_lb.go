@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/limits"
 	"github.com/metal-ccm/metal-ccm/pkg/ipam"
 )
 
@@ -41,6 +42,7 @@ func (lb *LoadBalancer) validate(p *field.Path) field.ErrorList {
 		if len(pool.Addresses) == 0 {
 			errs = append(errs, field.Required(pp.Child("addresses"), "CIDRs or ranges"))
 		}
+		pool.ranges, pool.selector = nil, nil
 		for j, a := range pool.Addresses {
 			ap := pp.Child("addresses").Index(j)
 			r, err := ipam.ParseRange(a)
@@ -48,6 +50,7 @@ func (lb *LoadBalancer) validate(p *field.Path) field.ErrorList {
 				errs = append(errs, field.Invalid(ap, a, err.Error()))
 				continue
 			}
+			pool.ranges = append(pool.ranges, r)
 			for _, other := range all {
 				if other.r.Overlaps(r) {
 					errs = append(errs, field.Invalid(ap, a, fmt.Sprintf("overlaps %s %s", other.path, other.text)))
@@ -61,9 +64,11 @@ func (lb *LoadBalancer) validate(p *field.Path) field.ErrorList {
 			}
 		}
 		if pool.ServiceSelector != nil {
-			if _, err := metav1.LabelSelectorAsSelector(pool.ServiceSelector); err != nil {
+			sel, err := metav1.LabelSelectorAsSelector(pool.ServiceSelector)
+			if err != nil {
 				errs = append(errs, field.Invalid(pp.Child("serviceSelector"), pool.ServiceSelector, err.Error()))
 			}
+			pool.selector = sel
 		}
 	}
 	return errs
@@ -76,17 +81,20 @@ func (b *BGP) validate(p *field.Path) field.ErrorList {
 	if len(b.Peers) > 0 && b.ASN == 0 {
 		errs = append(errs, field.Required(p.Child("asn"), "the speaker's AS number, needed with peers"))
 	}
+	b.routerID = netip.Addr{}
 	if b.RouterID != "" {
 		if ip, err := netip.ParseAddr(b.RouterID); err != nil || !ip.Is4() {
 			errs = append(errs, field.Invalid(p.Child("routerID"), b.RouterID, "not an IPv4 address"))
 		} else if ip.IsUnspecified() {
 			errs = append(errs, field.Invalid(p.Child("routerID"), b.RouterID, "must not be 0.0.0.0"))
+		} else {
+			b.routerID = ip
 		}
 	} else if len(b.Peers) > 0 && !hasIPv4Peer(b.Peers) {
 		errs = append(errs, field.Required(p.Child("routerID"), "no IPv4 peer to derive it from"))
 	}
-	if b.MaxPathsPerAddress < 1 || b.MaxPathsPerAddress > 255 {
-		errs = append(errs, field.Invalid(p.Child("maxPathsPerAddress"), b.MaxPathsPerAddress, "must be from 1 to 255"))
+	if b.MaxPathsPerAddress < 1 || b.MaxPathsPerAddress > limits.MaxNextHops {
+		errs = append(errs, field.Invalid(p.Child("maxPathsPerAddress"), b.MaxPathsPerAddress, fmt.Sprintf("must be from 1 to %d", limits.MaxNextHops)))
 	}
 	if !slices.Contains(stopModes, b.OnStop) {
 		errs = append(errs, field.NotSupported(p.Child("onStop"), b.OnStop, stopModes))
@@ -106,12 +114,15 @@ func (b *BGP) validate(p *field.Path) field.ErrorList {
 		} else {
 			seen[addr] = i
 		}
+		peer.address = addr
 		if peer.ASN == 0 {
 			errs = append(errs, field.Required(pp.Child("asn"), "the router's AS number"))
 		}
-		if ht := peer.HoldTime; ht != nil && ht.Duration != 0 && (ht.Duration < 3*time.Second || ht.Duration > 65535*time.Second) {
-			errs = append(errs, field.Invalid(pp.Child("holdTime"), ht.Duration.String(), "must be 0 or from 3s to 65535s"))
+		if ht := peer.HoldTime; ht != nil && ht.Duration != 0 && (ht.Duration < limits.MinHoldTime || ht.Duration > limits.MaxHoldTime) {
+			errs = append(errs, field.Invalid(pp.Child("holdTime"), ht.Duration.String(),
+				fmt.Sprintf("must be 0 or from %s to %s", seconds(limits.MinHoldTime), seconds(limits.MaxHoldTime))))
 		}
+		peer.localAddress = netip.Addr{}
 		if peer.LocalAddress != "" {
 			local, err := netip.ParseAddr(peer.LocalAddress)
 			if err != nil {
@@ -120,15 +131,22 @@ func (b *BGP) validate(p *field.Path) field.ErrorList {
 				errs = append(errs, field.Invalid(pp.Child("localAddress"), peer.LocalAddress, msg))
 			} else if addr.IsValid() && local.Is4() != addr.Is4() {
 				errs = append(errs, field.Invalid(pp.Child("localAddress"), peer.LocalAddress, "not of the family of the peer's address"))
+			} else {
+				peer.localAddress = local
 			}
 		}
 		if gr := peer.GracefulRestart; gr != nil && gr.RestartTime != nil &&
-			(gr.RestartTime.Duration < time.Second || gr.RestartTime.Duration > 4095*time.Second) {
-			errs = append(errs, field.Invalid(pp.Child("gracefulRestart", "restartTime"), gr.RestartTime.Duration.String(), "must be from 1s to 4095s"))
+			(gr.RestartTime.Duration < limits.MinRestartTime || gr.RestartTime.Duration > limits.MaxRestartTime) {
+			errs = append(errs, field.Invalid(pp.Child("gracefulRestart", "restartTime"), gr.RestartTime.Duration.String(),
+				fmt.Sprintf("must be from %s to %s", seconds(limits.MinRestartTime), seconds(limits.MaxRestartTime))))
 		}
 	}
 	return errs
 }
+
+// seconds writes a whole number of seconds as the docs do ("65535s", not
+// "18h12m15s").
+func seconds(d time.Duration) string { return fmt.Sprintf("%ds", int64(d/time.Second)) }
 
 // unicastProblem says why addr cannot be a BGP session's end, or "".
 func unicastProblem(addr netip.Addr) string {
@@ -162,10 +180,14 @@ func (r *Routes) validate(p *field.Path, b *BGP) field.ErrorList {
 		errs = append(errs, field.NotSupported(p.Child("nextHopAddressType"), r.NextHopAddressType,
 			[]v1.NodeAddressType{v1.NodeInternalIP, v1.NodeExternalIP}))
 	}
+	r.clusterCIDRs = nil
 	for i, c := range r.ClusterCIDRs {
-		if _, err := ParsePrefix(c); err != nil {
+		pfx, err := ParsePrefix(c)
+		if err != nil {
 			errs = append(errs, field.Invalid(p.Child("clusterCIDRs").Index(i), c, err.Error()))
+			continue
 		}
+		r.clusterCIDRs = append(r.clusterCIDRs, pfx)
 	}
 	if !r.Enabled {
 		return errs

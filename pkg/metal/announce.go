@@ -87,32 +87,19 @@ func (c *Cloud) StopInEveryReplica(ctx context.Context, othersRun func() bool) {
 		"onStop", mode, "otherReplicas", others)
 }
 
+// speakerConfig is the speaker's config from the bgp and routes sections,
+// whose values the config's validation parsed. Only the password files are
+// read here.
 func speakerConfig(b *config.BGP, r *config.Routes) (bgp.Config, error) {
 	out := bgp.Config{ASN: b.ASN}
-	var podSpace []netip.Prefix
-	for _, c := range r.ClusterCIDRs {
-		p, err := netip.ParsePrefix(c)
-		if err != nil {
-			return bgp.Config{}, fmt.Errorf("routes.clusterCIDRs: %w", err)
-		}
-		podSpace = append(podSpace, p)
-	}
-	for i, p := range b.Peers {
-		addr, err := netip.ParseAddr(p.Address)
-		if err != nil {
-			return bgp.Config{}, fmt.Errorf("bgp.peers[%d].address: %w", i, err)
-		}
-		peer := bgp.Peer{Address: addr, ASN: p.ASN, Port: p.Port}
+	for i := range b.Peers {
+		p := &b.Peers[i]
+		peer := bgp.Peer{Address: p.Addr(), ASN: p.ASN, Port: p.Port, LocalAddress: p.LocalAddr()}
 		if p.PodRoutes != nil && !*p.PodRoutes {
-			peer.Deny = podSpace
+			peer.Deny = r.ClusterPrefixes()
 		}
 		if p.HoldTime != nil {
 			peer.HoldTime = p.HoldTime.Duration
-		}
-		if p.LocalAddress != "" {
-			if peer.LocalAddress, err = netip.ParseAddr(p.LocalAddress); err != nil {
-				return bgp.Config{}, fmt.Errorf("bgp.peers[%d].localAddress: %w", i, err)
-			}
 		}
 		if gr := p.GracefulRestart; gr != nil && gr.Enabled != nil && *gr.Enabled {
 			peer.GracefulRestart = true
@@ -129,11 +116,7 @@ func speakerConfig(b *config.BGP, r *config.Routes) (bgp.Config, error) {
 		}
 		out.Peers = append(out.Peers, peer)
 	}
-	if b.RouterID != "" {
-		id, err := netip.ParseAddr(b.RouterID)
-		if err != nil {
-			return bgp.Config{}, fmt.Errorf("bgp.routerID: %w", err)
-		}
+	if id := b.RouterIDAddr(); id.IsValid() {
 		out.RouterID = id
 		return out, nil
 	}

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -77,32 +76,21 @@ func New(cfg *config.CloudConfig) (*Cloud, error) {
 }
 
 func newState(cfg *config.CloudConfig) (*state, error) {
-	nodes, err := newNodeIndex(&cfg.Nodes)
-	if err != nil {
-		return nil, fmt.Errorf("build node index: %w", err)
-	}
+	nodes := newNodeIndex(&cfg.Nodes)
 	power, err := powerstate.New(cfg.Nodes.PowerState.Source)
 	if err != nil {
 		return nil, fmt.Errorf("build power-state source: %w", err)
 	}
-	pools, err := buildPools(cfg.LoadBalancer.Pools)
-	if err != nil {
-		return nil, err
-	}
-	return &state{cfg: cfg, nodes: nodes, power: power, pools: pools}, nil
+	return &state{cfg: cfg, nodes: nodes, power: power, pools: buildPools(cfg.LoadBalancer.Pools)}, nil
 }
 
-func buildPools(in []config.Pool) ([]*ipam.Pool, error) {
+// buildPools turns the config's pools, parsed by its validation, into the
+// allocator's.
+func buildPools(in []config.Pool) []*ipam.Pool {
 	out := make([]*ipam.Pool, 0, len(in))
-	for i, p := range in {
-		pool := &ipam.Pool{Name: p.Name, AutoAssign: p.AutoAssign == nil || *p.AutoAssign}
-		for _, a := range p.Addresses {
-			r, err := ipam.ParseRange(a)
-			if err != nil {
-				return nil, fmt.Errorf("loadBalancer.pools[%d]: %w", i, err)
-			}
-			pool.Ranges = append(pool.Ranges, r)
-		}
+	for i := range in {
+		p := &in[i]
+		pool := &ipam.Pool{Name: p.Name, AutoAssign: p.AutoAssign == nil || *p.AutoAssign, Ranges: p.Ranges()}
 		if len(p.Namespaces) > 0 {
 			pool.Namespaces = map[string]bool{}
 			for _, ns := range p.Namespaces {
@@ -110,15 +98,11 @@ func buildPools(in []config.Pool) ([]*ipam.Pool, error) {
 			}
 		}
 		if p.ServiceSelector != nil {
-			sel, err := metav1.LabelSelectorAsSelector(p.ServiceSelector)
-			if err != nil {
-				return nil, fmt.Errorf("loadBalancer.pools[%d].serviceSelector: %w", i, err)
-			}
-			pool.Selector = sel
+			pool.Selector = p.Selector()
 		}
 		out = append(out, pool)
 	}
-	return out, nil
+	return out
 }
 
 // Initialize starts the Event recorder. The upstream manager calls it once the

@@ -1,7 +1,6 @@
 package metal
 
 import (
-	"fmt"
 	"net/netip"
 	"strings"
 
@@ -25,7 +24,7 @@ type topologyRule struct {
 	region, zone string
 }
 
-func newNodeIndex(n *config.Nodes) (*nodeIndex, error) {
+func newNodeIndex(n *config.Nodes) *nodeIndex {
 	idx := &nodeIndex{
 		byName: make(map[string]*config.Machine, len(n.Inventory)),
 		byID:   make(map[string]*config.Machine, len(n.Inventory)),
@@ -36,14 +35,11 @@ func newNodeIndex(n *config.Nodes) (*nodeIndex, error) {
 		idx.byName[m.Name] = m
 		idx.byID[m.ID] = m
 	}
-	for i, r := range n.Topology {
-		pfx, err := config.ParsePrefix(r.Subnet)
-		if err != nil {
-			return nil, fmt.Errorf("nodes.topology[%d]: %w", i, err)
-		}
-		idx.topology = append(idx.topology, topologyRule{subnet: pfx, region: r.Region, zone: r.Zone})
+	for i := range n.Topology {
+		r := &n.Topology[i]
+		idx.topology = append(idx.topology, topologyRule{subnet: r.Prefix(), region: r.Region, zone: r.Zone})
 	}
-	return idx, nil
+	return idx
 }
 
 // machineFor finds the inventory machine of a node: by the id in its providerID

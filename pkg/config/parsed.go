@@ -1,0 +1,41 @@
+package config
+
+import (
+	"net/netip"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/metal-ccm/metal-ccm/pkg/ipam"
+)
+
+// The values below are parsed once, by the validation of a document
+// (Parse): a config that Parse returned has them all, and its users take
+// them as they are instead of parsing the strings again.
+
+// Ranges are the pool's addresses.
+func (p *Pool) Ranges() []ipam.Range { return slices.Clone(p.ranges) }
+
+// Selector is the pool's compiled serviceSelector, labels.Everything() when
+// it has none.
+func (p *Pool) Selector() labels.Selector {
+	if p.selector == nil {
+		return labels.Everything()
+	}
+	return p.selector
+}
+
+// RouterIDAddr is bgp.routerID; invalid when unset (derived at start).
+func (b *BGP) RouterIDAddr() netip.Addr { return b.routerID }
+
+// Addr is the peer's address.
+func (p *BGPPeer) Addr() netip.Addr { return p.address }
+
+// LocalAddr is the session's source address; invalid when unset.
+func (p *BGPPeer) LocalAddr() netip.Addr { return p.localAddress }
+
+// ClusterPrefixes are routes.clusterCIDRs.
+func (r *Routes) ClusterPrefixes() []netip.Prefix { return slices.Clone(r.clusterCIDRs) }
+
+// Prefix is the rule's subnet.
+func (r *TopologyRule) Prefix() netip.Prefix { return r.subnet }
