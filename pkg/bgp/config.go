@@ -14,7 +14,6 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/limits"
 )
 
-
 // Peer is a router the speaker opens a session to.
 type Peer struct {
 	// Address is the router's address; the session carries the unicast

@@ -46,7 +46,7 @@ type Routes struct {
 	NextHopAddressType v1.NodeAddressType `json:"nextHopAddressType,omitempty"`
 	// ClusterCIDRs cover every pod CIDR; peers with podRoutes false are sent
 	// nothing inside them. Required when a peer has podRoutes false.
-	ClusterCIDRs []string `json:"clusterCIDRs,omitempty"`
+	ClusterCIDRs []string       `json:"clusterCIDRs,omitempty"`
 	clusterCIDRs []netip.Prefix // ClusterCIDRs, parsed by validation
 }
 
@@ -81,7 +81,7 @@ type BGP struct {
 	ASN uint32 `json:"asn,omitempty"`
 	// RouterID is a non-zero IPv4 address, required when no peer is IPv4.
 	// Default: the source address toward the first IPv4 peer.
-	RouterID string `json:"routerID,omitempty"`
+	RouterID string     `json:"routerID,omitempty"`
 	routerID netip.Addr // RouterID, parsed by validation
 	// Peers are the routers to announce to.
 	Peers []BGPPeer `json:"peers,omitempty"`
@@ -119,7 +119,7 @@ const (
 // BGPPeer is one router.
 type BGPPeer struct {
 	// Address is the router's IP address. Required.
-	Address string `json:"address"`
+	Address string     `json:"address"`
 	address netip.Addr // Address, parsed by validation
 	// ASN is the router's AS number. Required.
 	ASN uint32 `json:"asn"`
@@ -132,7 +132,7 @@ type BGPPeer struct {
 	PasswordFile string `json:"passwordFile,omitempty"`
 	// LocalAddress is the source address of the session. Default: chosen by
 	// the kernel's routes.
-	LocalAddress string `json:"localAddress,omitempty"`
+	LocalAddress string     `json:"localAddress,omitempty"`
 	localAddress netip.Addr // LocalAddress, parsed by validation
 	// GracefulRestart keeps the router forwarding to announced addresses while
 	// the speaker restarts. Default: enabled, restart time 120s.
@@ -214,7 +214,7 @@ type Discovery struct {
 // TopologyRule maps the nodes whose address is in Subnet to a region and zone.
 type TopologyRule struct {
 	// Subnet is a CIDR, IPv4 or IPv6. Required.
-	Subnet string `json:"subnet"`
+	Subnet string       `json:"subnet"`
 	subnet netip.Prefix // Subnet, parsed by validation
 	// Region becomes topology.kubernetes.io/region.
 	Region string `json:"region,omitempty"`
