@@ -152,6 +152,8 @@ func (d *configDoc) describe(e ast.Expr) (typ, nested string, list bool) {
 			return "label selector (matchLabels, matchExpressions)", "", false
 		case "NodeAddressType":
 			return "node address type", "", false
+		case "RawMessage":
+			return "object (the power-state source's own fields)", "", false
 		}
 		return t.Sel.Name, "", false
 	case *ast.Ident:

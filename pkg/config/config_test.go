@@ -114,7 +114,9 @@ func TestValidationErrorsNameEveryField(t *testing.T) {
 			name: "bad topology",
 			in: header + `nodes:
   discovery: {policy: Maybe}
-  powerState: {source: ipmi-nowhere}
+  powerState: {source: ipmi-nowhere, settings: [1, 2]}
+  inventory:
+  - {name: n1, powerState: "bmc"}
   topology:
   - {subnet: 198.18.0.0/16, zone: a}
   - {subnet: 198.18.4.0/24, zone: b}
@@ -125,6 +127,8 @@ func TestValidationErrorsNameEveryField(t *testing.T) {
 			want: []string{
 				`nodes.discovery.policy: Unsupported value: "Maybe"`,
 				`nodes.powerState.source: Unsupported value: "ipmi-nowhere"`,
+				`nodes.powerState.settings: Invalid value: "[1,2]": must be an object`,
+				`nodes.inventory[0].powerState: Invalid value: "\"bmc\"": must be an object`,
 				`nodes.topology[1].subnet: Invalid value: "198.18.4.0/24": overlaps topology[0].subnet 198.18.0.0/16`,
 				`nodes.topology[2].subnet: Invalid value: "198.18.5.1/24": parse CIDR "198.18.5.1/24": host bits are set, the network is 198.18.5.0/24`,
 				`nodes.topology[3].subnet: Invalid value: "not-a-cidr"`,

@@ -3,6 +3,7 @@
 package config
 
 import (
+	"encoding/json"
 	"net/netip"
 
 	v1 "k8s.io/api/core/v1"
@@ -185,6 +186,10 @@ type Machine struct {
 	Zone string `json:"zone,omitempty"`
 	// Labels are extra labels set on the node.
 	Labels map[string]string `json:"labels,omitempty"`
+	// PowerState are the machine's own settings for the power-state source
+	// (for example its BMC address), as the source documents (a JSON
+	// object). Default: none.
+	PowerState json.RawMessage `json:"powerState,omitempty"`
 }
 
 // Address is one address of a machine.
@@ -226,4 +231,7 @@ type TopologyRule struct {
 type PowerState struct {
 	// Source is the name of a registered power-state source. Default: "none".
 	Source string `json:"source,omitempty"`
+	// Settings configure the source, as it documents (a JSON object).
+	// Default: none.
+	Settings json.RawMessage `json:"settings,omitempty"`
 }

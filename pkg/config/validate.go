@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -73,7 +74,24 @@ func (n *Nodes) validate(p *field.Path) field.ErrorList {
 	if !powerstate.Registered(n.PowerState.Source) {
 		errs = append(errs, field.NotSupported(p.Child("powerState", "source"), n.PowerState.Source, powerstate.Names()))
 	}
+	errs = append(errs, validateObject(p.Child("powerState", "settings"), n.PowerState.Settings)...)
+	for i := range n.Inventory {
+		errs = append(errs, validateObject(p.Child("inventory").Index(i).Child("powerState"), n.Inventory[i].PowerState)...)
+	}
 	return errs
+}
+
+// validateObject refuses settings that are not a JSON object: each source
+// reads its own fields from one.
+func validateObject(p *field.Path, raw json.RawMessage) field.ErrorList {
+	if len(raw) == 0 {
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return field.ErrorList{field.Invalid(p, string(raw), "must be an object")}
+	}
+	return nil
 }
 
 var addressTypes = []v1.NodeAddressType{v1.NodeInternalIP, v1.NodeExternalIP, v1.NodeHostName, v1.NodeInternalDNS, v1.NodeExternalDNS}

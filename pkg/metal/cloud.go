@@ -77,9 +77,9 @@ func New(cfg *config.CloudConfig) (*Cloud, error) {
 
 func newState(cfg *config.CloudConfig) (*state, error) {
 	nodes := newNodeIndex(&cfg.Nodes)
-	power, err := powerstate.New(cfg.Nodes.PowerState.Source)
+	power, err := powerstate.New(cfg.Nodes.PowerState.Source, cfg.Nodes.PowerState.Settings)
 	if err != nil {
-		return nil, fmt.Errorf("build power-state source: %w", err)
+		return nil, fmt.Errorf("nodes.powerState: %w", err)
 	}
 	return &state{cfg: cfg, nodes: nodes, power: power, pools: buildPools(cfg.LoadBalancer.Pools)}, nil
 }

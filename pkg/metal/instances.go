@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/metal-ccm/metal-ccm/pkg/config"
+	"github.com/metal-ccm/metal-ccm/pkg/powerstate"
 )
 
 var _ cloudprovider.InstancesV2 = (*Cloud)(nil)
@@ -47,9 +48,16 @@ func (c *Cloud) InstanceExists(ctx context.Context, node *v1.Node) (bool, error)
 	return false, nil
 }
 
-// InstanceShutdown asks the configured power-state source.
+// InstanceShutdown asks the configured power-state source about the node's
+// machine, with the machine's inventory id and settings when it has an
+// inventory entry.
 func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
-	off, err := c.state.Load().power.Shutdown(ctx, node)
+	st := c.state.Load()
+	m := powerstate.Machine{Node: node}
+	if entry, ok := st.nodes.machineFor(node); ok {
+		m.ID, m.Settings = entry.ID, entry.PowerState
+	}
+	off, err := st.power.Shutdown(ctx, m)
 	if err != nil {
 		return false, fmt.Errorf("instance shutdown %s: %w", node.Name, err)
 	}

@@ -2,7 +2,9 @@ package metal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -178,8 +180,13 @@ func TestInstanceExists(t *testing.T) {
 
 type fakePower struct{ off map[string]bool }
 
-func (f fakePower) Shutdown(_ context.Context, n *v1.Node) (bool, error) {
-	off, known := f.off[n.Name]
+func (f fakePower) Close() error { return nil }
+
+func (f fakePower) Shutdown(_ context.Context, m powerstate.Machine) (bool, error) {
+	if m.Node.Name == "a" && (m.ID != "srv-a" || string(m.Settings) != `{"bmc":"198.18.30.1"}`) {
+		return false, fmt.Errorf("machine a asked with id %q and settings %s", m.ID, m.Settings)
+	}
+	off, known := f.off[m.Node.Name]
 	if !known {
 		return false, errors.New("unknown machine")
 	}
@@ -187,10 +194,15 @@ func (f fakePower) Shutdown(_ context.Context, n *v1.Node) (bool, error) {
 }
 
 func TestInstanceShutdown(t *testing.T) {
-	powerstate.Register("test-fake", func() (powerstate.Source, error) {
+	powerstate.Register("test-fake", func(settings json.RawMessage) (powerstate.Source, error) {
+		if string(settings) != `{"endpoint":"198.18.30.2"}` {
+			return nil, fmt.Errorf("settings %s", settings)
+		}
 		return fakePower{off: map[string]bool{"a": true, "b": false}}, nil
 	})
-	c, _ := newTestCloud(t, testConfig+"  powerState: {source: test-fake}\n")
+	doc := strings.Replace(testConfig, "    labels: {metal-ccm.io/rack: r1}\n",
+		"    labels: {metal-ccm.io/rack: r1}\n    powerState: {bmc: 198.18.30.1}\n", 1)
+	c, _ := newTestCloud(t, doc+"  powerState: {source: test-fake, settings: {endpoint: 198.18.30.2}}\n")
 	for name, want := range map[string]bool{"a": true, "b": false} {
 		if got, err := c.InstanceShutdown(context.Background(), node(name, "", "", false)); err != nil || got != want {
 			t.Errorf("%s: InstanceShutdown = %v, %v; want %v", name, got, err, want)

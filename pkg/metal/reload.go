@@ -93,6 +93,11 @@ func (c *Cloud) Reload(data []byte) error {
 	}
 	old := c.state.Load()
 	c.state.Store(st)
+	// Calls that loaded the old state may still use its source: a source's
+	// Close must let them end (with an error at worst).
+	if err := old.power.Close(); err != nil {
+		klog.Background().Error(err, "Cannot close the replaced power-state source")
+	}
 	c.lb.alloc.SetPools(st.pools)
 	var later []string
 	// bgp.onStop is read when the replica stops: it applies at once.

@@ -1,9 +1,14 @@
 // Package powerstate is the registry of sources that tell whether a machine is
-// shut down, for the provider's InstanceShutdown.
+// shut down, for the provider's InstanceShutdown. A source (Redfish, IPMI, a
+// hypervisor's API) is one package that calls Register from an init
+// function: it gets its own config section (nodes.powerState.settings) when
+// it is built, and each machine's own settings (nodes.inventory[].powerState,
+// for example a BMC address and a credentials file) when it is asked.
 package powerstate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -12,24 +17,39 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// Source tells whether the machine behind a node is shut down (powered off but
-// still known). A source that cannot tell returns an error; the node is then
-// treated as running.
-type Source interface {
-	Shutdown(ctx context.Context, node *v1.Node) (bool, error)
+// Machine is what a source is asked about.
+type Machine struct {
+	// Node is the node of the machine.
+	Node *v1.Node
+	// ID is the machine's inventory id; "" for a node not in the inventory
+	// (a discovered one).
+	ID string
+	// Settings are the machine's own settings for the source
+	// (nodes.inventory[].powerState), a JSON object; nil when it has none.
+	Settings json.RawMessage
 }
 
-// Factory builds a Source.
-type Factory func() (Source, error)
+// Source tells whether a machine is shut down (powered off but still known).
+// A source that cannot tell returns an error; the node is then treated as
+// running. Its methods may be called concurrently.
+type Source interface {
+	Shutdown(ctx context.Context, m Machine) (bool, error)
+	// Close releases what the source holds (connections, sessions); the
+	// provider calls it when a reloaded config replaces the source.
+	Close() error
+}
+
+// Factory builds a Source from its settings (nodes.powerState.settings, a
+// JSON object; nil when none are given). It should check them and fail with
+// an error that says which setting is wrong: the config is then refused.
+type Factory func(settings json.RawMessage) (Source, error)
 
 // None is the name of the default source: no machine is ever shut down.
 const None = "none"
 
 var (
 	mu        sync.RWMutex
-	factories = map[string]Factory{
-		None: func() (Source, error) { return noneSource{}, nil },
-	}
+	factories = map[string]Factory{None: newNone}
 )
 
 // Register makes a source available under name, for nodes.powerState.source.
@@ -63,20 +83,36 @@ func Names() []string {
 	return names
 }
 
-// New builds the source registered under name.
-func New(name string) (Source, error) {
+// New builds the source registered under name from its settings.
+func New(name string, settings json.RawMessage) (Source, error) {
 	mu.RLock()
 	f, ok := factories[name]
 	mu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("power-state source %q: %w", name, ErrUnknownSource)
 	}
-	return f()
+	s, err := f(settings)
+	if err != nil {
+		return nil, fmt.Errorf("power-state source %q: %w", name, err)
+	}
+	return s, nil
 }
 
 // ErrUnknownSource is returned by New for a name nobody registered.
 var ErrUnknownSource = errors.New("unknown power-state source")
 
+// ErrNoSettings is returned by a source that takes no settings and was
+// given some.
+var ErrNoSettings = errors.New("this source takes no settings")
+
 type noneSource struct{}
 
-func (noneSource) Shutdown(context.Context, *v1.Node) (bool, error) { return false, nil }
+func newNone(settings json.RawMessage) (Source, error) {
+	if len(settings) > 0 && string(settings) != "null" && string(settings) != "{}" {
+		return nil, ErrNoSettings
+	}
+	return noneSource{}, nil
+}
+
+func (noneSource) Shutdown(context.Context, Machine) (bool, error) { return false, nil }
+func (noneSource) Close() error                                    { return nil }
