@@ -20,8 +20,9 @@ import (
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
+
+	"github.com/metal-ccm/metal-ccm/pkg/nodes"
 )
 
 // PathSetter announces a prefix with exactly the given next hops; none withdraws it.
@@ -113,6 +114,9 @@ func New(factory informers.SharedInformerFactory, speaker PathSetter, serves Fil
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*v1.Node)
 			c, ok2 := cur.(*v1.Node)
+			// hopsOf is empty for a node that does not carry traffic, so a
+			// change of eligibility (condition, label, taint, deletion) or of
+			// address changes it; heartbeats and the rest change nothing.
 			if !ok1 || !ok2 || hopsOf(o) != hopsOf(c) || (a.opts.PodRoutes && !podRoutesEqual(o, c)) {
 				a.nodesChanged()
 			}
@@ -465,6 +469,9 @@ func (a *Announcer) slicesOf(svc *v1.Service) []*discoveryv1.EndpointSlice {
 	return out
 }
 
+// withReadyEndpoints narrows the eligible nodes to those with a ready
+// endpoint of svc (externalTrafficPolicy Local): an endpoint on a node that
+// does not carry traffic adds nothing.
 func (a *Announcer) withReadyEndpoints(svc *v1.Service) map[string]nodeHops {
 	out := map[string]nodeHops{}
 	for _, s := range a.slicesOf(svc) {
@@ -481,8 +488,9 @@ func (a *Announcer) withReadyEndpoints(svc *v1.Service) map[string]nodeHops {
 	return out
 }
 
-// ExcludeLabel keeps a node out of every announcement.
-const ExcludeLabel = v1.LabelNodeExcludeBalancers
+// ExcludeLabel keeps a node out of every announcement unless its value
+// parses as false, as upstream reads it (nodes.Included).
+const ExcludeLabel = nodes.ExcludeLabel
 
 func (a *Announcer) eligibleNodes() map[string]nodeHops {
 	list, err := a.nodes.List(labels.Everything())
@@ -498,27 +506,12 @@ func (a *Announcer) eligibleNodes() map[string]nodeHops {
 	return out
 }
 
-// hopsOf returns the next hops a node offers: none unless it is Ready,
-// initialized, not excluded and not being deleted.
+// hopsOf returns the next hops a node offers, its first InternalIP of each
+// family: none unless it carries load-balancer traffic (Ready, initialized,
+// not being deleted, not excluded, not about to be deleted by the cluster
+// autoscaler; see nodes.CarriesLoadBalancerTraffic).
 func hopsOf(n *v1.Node) nodeHops {
-	if n.DeletionTimestamp != nil {
-		return nodeHops{}
-	}
-	if _, excluded := n.Labels[ExcludeLabel]; excluded {
-		return nodeHops{}
-	}
-	for _, t := range n.Spec.Taints {
-		if t.Key == cloudproviderapi.TaintExternalCloudProvider {
-			return nodeHops{}
-		}
-	}
-	ready := false
-	for _, c := range n.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			ready = c.Status == v1.ConditionTrue
-		}
-	}
-	if !ready {
+	if !nodes.CarriesLoadBalancerTraffic(n) {
 		return nodeHops{}
 	}
 	var h nodeHops

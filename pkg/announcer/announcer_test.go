@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
+
+	"github.com/metal-ccm/metal-ccm/pkg/nodes"
 )
 
 type fakeSpeaker struct {
@@ -285,4 +287,63 @@ func TestCappedNextHopsSpread(t *testing.T) {
 	if len(used) < 950 {
 		t.Errorf("200 addresses x 64 next hops used only %d of 1000 nodes", len(used))
 	}
+}
+
+// TestNodeEligibility: nodes are next hops as nodes.CarriesLoadBalancerTraffic
+// says, for Cluster and Local Services alike, and a change of label or taint
+// alone moves them in or out.
+func TestNodeEligibility(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	toBeDeleted := v1.Taint{Key: nodes.ToBeDeletedTaint, Effect: v1.TaintEffectNoSchedule}
+	plain := node("n1", true, "198.18.10.11")
+	keptIn := node("n2", true, "198.18.10.12")
+	keptIn.Labels[ExcludeLabel] = "false" // parsed like upstream: not excluded
+	out := node("n3", true, "198.18.10.13")
+	out.Labels[ExcludeLabel] = "true"
+	draining := node("n4", true, "198.18.10.14")
+	draining.Spec.Taints = []v1.Taint{toBeDeleted}
+	garbage := node("n5", true, "198.18.10.15")
+	garbage.Labels[ExcludeLabel] = "garbage" // does not parse: excluded, as upstream
+	cs := fake.NewClientset(plain, keptIn, out, draining, garbage,
+		lbService("web", false, "198.18.100.1"),
+		lbService("local", true, "198.18.100.2"),
+		&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "local-1", Labels: map[string]string{discoveryv1.LabelServiceName: "local"}},
+			Endpoints: []discoveryv1.Endpoint{
+				{Addresses: []string{"198.19.2.5"}, NodeName: ptr.To("n2")},
+				{Addresses: []string{"198.19.3.5"}, NodeName: ptr.To("n3")},
+				{Addresses: []string{"198.19.4.5"}, NodeName: ptr.To("n4")},
+			}},
+	)
+	sp := &fakeSpeaker{paths: map[netip.Prefix][]netip.Addr{}}
+	f := informers.NewSharedInformerFactory(cs, 0)
+	a := New(f, sp, func(*v1.Service) bool { return true }, Options{})
+	f.Start(ctx.Done())
+	go a.Run(ctx)
+
+	eventually(t, "excluded and draining nodes left out, exclude=false kept", func() bool {
+		return sp.get("198.18.100.1/32") == "[198.18.10.11 198.18.10.12]" && sp.get("198.18.100.2/32") == "[198.18.10.12]"
+	})
+
+	// The autoscaler taints n1, drops the taint of n4, and n3's label turns false.
+	update := func(n *v1.Node) {
+		t.Helper()
+		if _, err := cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plain = plain.DeepCopy()
+	plain.Spec.Taints = []v1.Taint{{Key: "example.com/other", Effect: v1.TaintEffectNoSchedule}, toBeDeleted}
+	update(plain)
+	eventually(t, "tainted node withdrawn", func() bool { return sp.get("198.18.100.1/32") == "[198.18.10.12]" })
+	draining = draining.DeepCopy()
+	draining.Spec.Taints = nil
+	update(draining)
+	out = out.DeepCopy()
+	out.Labels[ExcludeLabel] = "false"
+	update(out)
+	eventually(t, "untainted and re-included nodes back", func() bool {
+		return sp.get("198.18.100.1/32") == "[198.18.10.12 198.18.10.13 198.18.10.14]" &&
+			sp.get("198.18.100.2/32") == "[198.18.10.12 198.18.10.13 198.18.10.14]"
+	})
 }

@@ -8,10 +8,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
-	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
 
 	"github.com/metal-ccm/metal-ccm/pkg/config"
+	"github.com/metal-ccm/metal-ccm/pkg/nodes"
 	"github.com/metal-ccm/metal-ccm/pkg/powerstate"
 )
 
@@ -130,11 +130,8 @@ func (st *state) discoveredMetadata(node *v1.Node) (*cloudprovider.InstanceMetad
 	}, nil
 }
 
+// uninitialized: the node still has the taint of --cloud-provider=external;
+// the announcer reads the same taint the same way.
 func uninitialized(node *v1.Node) bool {
-	for _, t := range node.Spec.Taints {
-		if t.Key == cloudproviderapi.TaintExternalCloudProvider {
-			return true
-		}
-	}
-	return false
+	return !nodes.Initialized(node)
 }

@@ -37,7 +37,7 @@ func reapFRR() {
 // startedWithArg reports whether process pid runs with arg on its command
 // line.
 func startedWithArg(pid int, arg string) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline")) //nolint:gosec // a /proc file
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
 	if err != nil {
 		return false
 	}
