@@ -532,14 +532,3 @@ func hopsOf(n *v1.Node) nodeHops {
 	}
 	return h
 }
-
-// Announced returns what the speaker was last told (a copy).
-func (a *Announcer) Announced() map[netip.Prefix][]netip.Addr {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := make(map[netip.Prefix][]netip.Addr, len(a.applied))
-	for p, h := range a.applied {
-		out[p] = slices.Clone(h)
-	}
-	return out
-}

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// ProviderID format, documented in docs/providers/metal.md and stable:
+// ProviderID format, documented in docs/metal-provider.md and stable:
 //
 //	metal://inventory/<machine id>   a machine of nodes.inventory
 //	metal://discovered/<node name>   a node accepted by discovery
