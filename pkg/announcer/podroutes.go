@@ -3,27 +3,45 @@ package announcer
 import (
 	"net/netip"
 	"slices"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// nodeKeyPrefix marks the contribution keys of nodes' pod routes; a Service
-// key always has a slash and never this prefix.
-const nodeKeyPrefix = "node:"
-
-// nodeRoutesDirty marks every node's pod routes, and those of nodes that have
-// gone, for recomputation.
-func (a *Announcer) nodeRoutesDirty(dirty map[string]bool) {
-	for key := range a.contrib {
-		if strings.HasPrefix(key, nodeKeyPrefix) {
-			dirty[key] = true
-		}
+// syncPodRoutes recomputes the pod routes of every node, and removes those
+// of nodes that have gone.
+func (a *Announcer) syncPodRoutes(touched map[netip.Prefix]bool) {
+	names := map[string]bool{}
+	for _, name := range a.table.keys(fromPodRoute) {
+		names[name] = true
 	}
 	if list, err := a.nodes.List(labels.Everything()); err == nil {
 		for _, n := range list {
-			dirty[nodeKeyPrefix+n.Name] = true
+			names[n.Name] = true
+		}
+	}
+	for name := range names {
+		a.table.set(owner{fromPodRoute, name}, a.podRoutes(name), touched)
+	}
+}
+
+// recordPodRoutes notes which nodes' pod routes the backend has, for
+// NodeRoutes.
+func (a *Announcer) recordPodRoutes() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.podApplied = map[string]map[netip.Prefix]netip.Addr{}
+	for o, c := range a.table.contrib {
+		if o.source != fromPodRoute {
+			continue
+		}
+		for p, hops := range c {
+			if len(hops) == 1 && slices.Contains(a.table.applied[p], hops[0]) {
+				if a.podApplied[o.key] == nil {
+					a.podApplied[o.key] = map[netip.Prefix]netip.Addr{}
+				}
+				a.podApplied[o.key][p] = hops[0]
+			}
 		}
 	}
 }

@@ -18,7 +18,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/metal-ccm/metal-ccm/pkg/announcer"
-	"github.com/metal-ccm/metal-ccm/pkg/bgp"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/ipam"
 	"github.com/metal-ccm/metal-ccm/pkg/powerstate"
@@ -46,7 +45,7 @@ type Cloud struct {
 	recorder  atomic.Pointer[record.EventRecorder]
 	client    atomic.Pointer[clientHolder]
 	lb        *lbState
-	speaker   atomic.Pointer[bgp.Speaker]
+	backends  atomic.Pointer[backends]
 	announcer atomic.Pointer[announcer.Announcer]
 }
 

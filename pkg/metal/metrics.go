@@ -35,7 +35,7 @@ var (
 	registerOnce sync.Once
 )
 
-// collector reads pool usage and speaker state at scrape time.
+// collector reads pool usage and the backends' state at scrape time.
 type collector struct {
 	metrics.BaseStableCollector
 	cloud *Cloud
@@ -54,15 +54,10 @@ func (c *collector) CollectWithStability(ch chan<- metrics.Metric) {
 			ch <- metrics.NewLazyConstMetric(descPoolUsed, metrics.GaugeValue, float64(u.Used), u.Pool, u.Family.String())
 		}
 	}
-	if sp := c.cloud.speaker.Load(); sp != nil {
-		for _, p := range sp.PeerStates() {
-			up := 0.0
-			if p.State == "established" {
-				up = 1
-			}
-			ch <- metrics.NewLazyConstMetric(descSession, metrics.GaugeValue, up, p.Address.String(), p.State)
+	if bs := c.cloud.backends.Load(); bs != nil {
+		for _, b := range *bs {
+			b.Collect(ch)
 		}
-		ch <- metrics.NewLazyConstMetric(descPrefixes, metrics.GaugeValue, float64(len(sp.Prefixes())))
 	}
 }
 

@@ -53,8 +53,8 @@ func (e *env) measureFloors(ctx context.Context) error {
 	}
 	if e.o.runs(ScenarioLB) {
 		keys := serviceKeys(floorNamespace, "floor", e.o.LBServices)
-		if err := e.namespace(ctx, floorNamespace); err != nil {
-			return err
+		if err := framework.EnsureNamespace(ctx, e.cs, floorNamespace); err != nil {
+			return fmt.Errorf("bench: %w", err)
 		}
 		e.log.Info("Floor of the LoadBalancer storm", "services", len(keys))
 		_, ips := nodeSet("", netip.MustParsePrefix(lbPool).Addr(), len(keys))

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
 
@@ -52,7 +53,7 @@ func (e *env) prefixesOf(keys []string) func() []netip.Prefix {
 		}
 		out := make([]netip.Prefix, 0, len(addrs))
 		for _, a := range addrs {
-			out = append(out, hostPrefix(a))
+			out = append(out, netlab.HostPrefix(a))
 		}
 		return out
 	}
@@ -66,8 +67,8 @@ func (e *env) lbStorm(ctx context.Context, s *Scenario) error {
 	}
 	n := e.o.LBServices
 	keys := serviceKeys("bench-lb", "lb", n)
-	if err := e.namespace(ctx, "bench-lb"); err != nil {
-		return err
+	if err := framework.EnsureNamespace(ctx, e.cs, "bench-lb"); err != nil {
+		return fmt.Errorf("bench: %w", err)
 	}
 	before, err := e.sample(ctx)
 	if err != nil {

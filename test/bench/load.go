@@ -9,11 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/metal-ccm/metal-ccm/test/framework"
 )
@@ -115,15 +113,6 @@ func (e *env) deleteAll(ctx context.Context, what string, keys []string, del fun
 	})
 }
 
-// namespace creates a namespace unless it exists.
-func (e *env) namespace(ctx context.Context, name string) error {
-	_, err := e.cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("bench: namespace %s: %w", name, err)
-	}
-	return nil
-}
-
 // serviceKeys names n Services prefix-00000... in namespace ns.
 func serviceKeys(ns, prefix string, n int) []string {
 	keys := make([]string, n)
@@ -150,8 +139,8 @@ func (e *env) createServices(ctx context.Context, keys []string, local bool) (ma
 		ns, _ := splitKey(k)
 		if !nss[ns] {
 			nss[ns] = true
-			if err := e.namespace(ctx, ns); err != nil {
-				return nil, err
+			if err := framework.EnsureNamespace(ctx, e.cs, ns); err != nil {
+				return nil, fmt.Errorf("bench: %w", err)
 			}
 		}
 	}
@@ -173,19 +162,13 @@ func (e *env) createServices(ctx context.Context, keys []string, local bool) (ma
 // createService creates one LoadBalancer Service with one port.
 func (e *env) createService(ctx context.Context, key string, local bool) error {
 	ns, name := splitKey(key)
-	svc := &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1.ServiceSpec{
-			Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": name},
-			Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}},
-			// The NodePort range has 2,768 ports; the steady state has up to
-			// 10,000 Services, and a BGP-announced address needs no NodePort.
-			AllocateLoadBalancerNodePorts: ptr.To(false),
-		},
-	}
+	// The NodePort range has 2,768 ports; the steady state has up to
+	// 10,000 Services.
+	opts := []framework.ServiceOption{framework.WithoutNodePorts}
 	if local {
-		svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+		opts = append(opts, framework.Local)
 	}
+	svc := framework.LoadBalancerService(ns, name, opts...)
 	if _, err := e.cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("bench: create Service %s: %w", key, err)
 	}
@@ -196,16 +179,6 @@ func (e *env) createService(ctx context.Context, key string, local bool) error {
 // as the EndpointSlice controller would write it for one pod there.
 func endpointSlice(key, node string, i int) *discoveryv1.EndpointSlice {
 	ns, name := splitKey(key)
-	return &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-bench",
-			Labels: map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "bench.metal-ccm.io"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints: []discoveryv1.Endpoint{{
-			// Pod addresses from the default cluster CIDR, 198.19.0.0/16.
-			Addresses:  []string{fmt.Sprintf("198.19.%d.%d", i/250, i%250+1)},
-			NodeName:   ptr.To(node),
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
-		}},
-		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](80), Protocol: ptr.To(v1.ProtocolTCP)}},
-	}
+	// Pod addresses from the default cluster CIDR, 198.19.0.0/16.
+	return framework.EndpointSlice(ns, name, "bench", framework.Endpoint{Address: fmt.Sprintf("198.19.%d.%d", i/250, i%250+1), Node: node})
 }

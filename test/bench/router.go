@@ -252,5 +252,3 @@ func (e *env) waitSpeaker(ctx context.Context, sw *speakerWatch, prefixes []neti
 
 // ours says whether the CCM is this repository's (whose logs the harness reads).
 func (e *env) ours() bool { return e.o.CCMCommand == "" }
-
-func hostPrefix(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }

@@ -11,7 +11,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	cloudproviderapi "k8s.io/cloud-provider/api"
+
+	"github.com/metal-ccm/metal-ccm/test/framework"
 )
 
 // pollInterval is how often waits look at what the watches recorded. The
@@ -72,7 +73,7 @@ func (w *watcher) node(o any) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.nodes[n.Name] = true
-	if _, seen := w.nodeInit[n.Name]; !seen && !tainted(n) {
+	if _, seen := w.nodeInit[n.Name]; !seen && !framework.Uninitialized(n) {
 		w.nodeInit[n.Name] = now
 	}
 }
@@ -121,15 +122,6 @@ func (w *watcher) serviceDeleted(o any) {
 		delete(w.svcIP, key)
 		delete(w.svcAddr, key)
 	}
-}
-
-func tainted(n *v1.Node) bool {
-	for _, t := range n.Spec.Taints {
-		if t.Key == cloudproviderapi.TaintExternalCloudProvider {
-			return true
-		}
-	}
-	return false
 }
 
 // initTimes returns when each named node was first seen initialized

@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,10 +28,8 @@ func TestChaosAPIServerRestart(t *testing.T) {
 	res := result{fault: "kube-apiserver restart during a Service storm", requests: -1,
 		scale: fmt.Sprintf("%d Services, 2 replicas", prof.apiServices)}
 	loop := vipLoop(ctx, t, ns, tr, 2)
-	var created atomic.Int64
-	stormDone := make(chan error, 1)
 	period := time.Duration(prof.apiRestarts+1) * 10 * time.Second
-	go func() { stormDone <- storm(ctx, ns, "a", prof.apiServices, period, &created) }()
+	st := startStorm(ctx, ns, "a", prof.apiServices, period)
 	for range prof.apiRestarts {
 		time.Sleep(period / time.Duration(prof.apiRestarts+1))
 		res.injected++
@@ -53,20 +50,9 @@ func TestChaosAPIServerRestart(t *testing.T) {
 		res.recovery = append(res.recovery, took)
 		res.survived++
 		t.Logf("kube-apiserver down for %s; the next address given %s after it was ready; %d of %d Services created",
-			times.Ready.Sub(times.Stopped).Round(time.Millisecond), took.Round(time.Millisecond), created.Load(), prof.apiServices)
+			times.Ready.Sub(times.Stopped).Round(time.Millisecond), took.Round(time.Millisecond), st.created.Load(), prof.apiServices)
 	}
-	if err := <-stormDone; err != nil {
-		t.Fatalf("storm: %v", err)
-	}
-	want := prof.apiServices
-	if lab != nil {
-		want++
-	}
-	wctx, wcancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer wcancel()
-	if err := tr.waitAssigned(wctx, want); err != nil {
-		t.Errorf("after the storm: %v", err)
-	}
+	want := afterStorm(ctx, t, st, tr, prof.apiServices)
 	for i, pid := range pids {
 		if c := rs.proc(i); c.Exited() || c.PID() != pid {
 			t.Errorf("replica %d restarted or exited", i)

@@ -43,19 +43,21 @@ func TestChaosReplicaCutOff(t *testing.T) {
 	ctx, rs, tr := setup(t, ns, 3, "  - {name: default, addresses: [198.18.56.0/24]}\n", fastLease)
 	n := prof.cutServices
 	populate(ctx, t, ns, "c", n, tr)
-	var loop *requestLoop
+	var loop *netlab.RequestLoop
 	if lab != nil {
 		if _, err := sessionTimes(ctx, []int{0, 1, 2}, n*nodeCount); err != nil {
 			t.Fatal(err)
 		}
 		vip := netip.MustParseAddr(tr.firstIP(serviceName("c", 0)))
-		serveVIP(t, vip)
-		loop = startRequests(vip)
+		if err := lab.ServeVIP(vip); err != nil {
+			t.Fatal(err)
+		}
+		loop = lab.StartRequests(vip)
 	}
 	follower := cutFollower(ctx, t, rs, tr, ns, n)
 	leader := cutLeader(ctx, t, rs, tr, ns)
 	if loop != nil {
-		sent, failed, errs := loop.end()
+		sent, failed, errs := loop.Stop()
 		follower.requests, follower.lost = sent, failed
 		leader.requests, leader.lost = sent, failed
 		leader.note += " (one request loop ran through both cuts)"
@@ -87,7 +89,7 @@ func cutFollower(ctx context.Context, t *testing.T, rs *replicaSet, tr *tracker,
 	proc := rs.proc(f)
 	rs.proxies[f].Cut(framework.Blackhole)
 	cutAt := time.Now()
-	if err := createService(ctx, lbService(ns, "during-cut")); err != nil {
+	if err := createService(ctx, framework.LoadBalancerService(ns, "during-cut", framework.WithoutNodePorts)); err != nil {
 		t.Fatal(err)
 	}
 	if err := tr.waitAssigned(ctx, n+1); err != nil {
@@ -114,7 +116,7 @@ func cutFollower(ctx context.Context, t *testing.T, rs *replicaSet, tr *tracker,
 		if announces(f, newIP) {
 			t.Errorf("the cut-off follower announces %s, created after the cut", newIP)
 		}
-		if err := lab.WaitRoute(wctx, netip.PrefixFrom(newIP, 32), lab.NodeAddrs(netlab.IPv4)); err != nil {
+		if err := lab.WaitRoute(wctx, netlab.HostPrefix(newIP), lab.NodeAddrs(netlab.IPv4)); err != nil {
 			t.Error(err)
 		}
 	}
@@ -182,7 +184,7 @@ func cutLeader(ctx context.Context, t *testing.T, rs *replicaSet, tr *tracker, n
 	t.Logf("leader %s cut off: process ended after %s, lease passed after %s", proc.Name,
 		exited.Round(time.Millisecond), res.recovery[0].Round(time.Millisecond))
 	before := tr.assignedCount()
-	if err := createService(ctx, lbService(ns, "after-leader-cut")); err != nil {
+	if err := createService(ctx, framework.LoadBalancerService(ns, "after-leader-cut", framework.WithoutNodePorts)); err != nil {
 		t.Fatal(err)
 	}
 	if err := tr.waitAssigned(wctx, before+1); err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,39 +28,21 @@ func TestChaosLeaderKill(t *testing.T) {
 
 	// The storm runs while the leader is killed, about every 7s (1 to 4s
 	// after a leader is seen, plus the takeover).
-	var created atomic.Int64
-	stormDone := make(chan error, 1)
-	go func() {
-		stormDone <- storm(ctx, ns, "s", prof.stormServices, time.Duration(prof.kills)*7*time.Second, &created)
-	}()
+	st := startStorm(ctx, ns, "s", prof.stormServices, time.Duration(prof.kills)*7*time.Second)
 	during := 0
 	for k := range prof.kills {
-		if int(created.Load()) < prof.stormServices {
+		if int(st.created.Load()) < prof.stormServices {
 			during++
 		}
 		time.Sleep(time.Duration(1000+rand.IntN(3000)) * time.Millisecond) //nolint:gosec // jitter, not security
 		took, err := killLeader(ctx, t, rs, tr)
-		res.injected++
 		if err != nil {
 			t.Errorf("kill %d: %v", k+1, err)
-			continue
 		}
-		res.survived++
-		res.recovery = append(res.recovery, took)
+		res.tally(took, err)
 	}
-	if err := <-stormDone; err != nil {
-		t.Fatalf("storm: %v", err)
-	}
+	want := afterStorm(ctx, t, st, tr, prof.stormServices)
 	res.note = fmt.Sprintf("%d of the kills while Services were still being created", during)
-	want := prof.stormServices
-	if lab != nil {
-		want++ // the VIP's Service
-	}
-	wctx, wcancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer wcancel()
-	if err := tr.waitAssigned(wctx, want); err != nil {
-		t.Errorf("after the storm: %v", err)
-	}
 	// A little more time for any late change to show.
 	time.Sleep(2 * time.Second)
 	endLoop(t, loop, &res)

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/metal-ccm/metal-ccm/test/framework"
@@ -35,57 +33,44 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	dir, err := os.MkdirTemp("", "metal-ccm-chaos-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cp, err = framework.StartControlPlane(ctx, framework.Options{Dir: dir, ServiceCIDR: serviceCIDR})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "start control plane: %v\n", err)
-		return 1
-	}
-	defer cp.Stop()
-	if client, err = cp.Client(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
+	return framework.RunSuite(m, framework.Suite{Prefix: "chaos", Options: framework.Options{ServiceCIDR: serviceCIDR}, Setup: setupSuite})
+}
+
+// setupSuite starts the router lab (when it can run here) and registers the
+// nodes; its teardown prints the report, writes it to $CHAOS_REPORT when
+// every test passed, and closes the lab.
+func setupSuite(c *framework.ControlPlane, cs kubernetes.Interface) (func(int) int, error) {
+	cp, client = c, cs
 	if err := netlab.Available(); err != nil {
 		labSkip = err.Error()
 	} else if lab, err = netlab.Start(netlab.Options{Nodes: 3, Speakers: 3}); err != nil {
-		fmt.Fprintf(os.Stderr, "start router lab: %v\n", err)
-		return 1
+		return nil, fmt.Errorf("start router lab: %w", err)
 	}
-	if lab != nil {
-		defer func() {
+	closeLab := func() {
+		if lab != nil {
 			if err := lab.Close(); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 			}
-		}()
+		}
 	}
 	// The lab may have waited for another's to close: a fresh deadline.
 	rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)
 	defer rcancel()
 	if err := registerNodes(rctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		closeLab()
+		return nil, err
 	}
-	code := m.Run()
-	report(os.Stdout)
-	if path := os.Getenv("CHAOS_REPORT"); path != "" && code == 0 {
-		if err := writeReport(path); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
+	return func(code int) int {
+		report(os.Stdout)
+		if path := os.Getenv("CHAOS_REPORT"); path != "" && code == 0 {
+			if err := writeReport(path); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				code = 1
+			}
 		}
-	}
-	if code == 0 {
-		_ = os.RemoveAll(dir)
-	} else {
-		fmt.Fprintf(os.Stderr, "logs kept in %s/logs\n", dir)
-	}
-	return code
+		closeLab()
+		return code
+	}, nil
 }
 
 // serviceCIDR has room for the storms' cluster IPs (the framework's default
@@ -100,21 +85,9 @@ const nodeCount = 3
 // addresses: the next hops of every announcement.
 func registerNodes(ctx context.Context) error {
 	for i := range nodeCount {
-		name := fmt.Sprintf("node%d", i)
-		if _, err := client.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("register node %s: %w", name, err)
-		}
-		node, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("register node %s: %w", name, err)
-		}
-		node.Status.Addresses = []v1.NodeAddress{
-			{Type: v1.NodeInternalIP, Address: netlab.NodeAddr(netlab.IPv4, i).String()},
-			{Type: v1.NodeInternalIP, Address: netlab.NodeAddr(netlab.IPv6, i).String()},
-		}
-		node.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}
-		if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("register node %s: %w", name, err)
+		if _, err := framework.CreateReadyNode(ctx, client, fmt.Sprintf("node%d", i),
+			netlab.NodeAddr(netlab.IPv4, i).String(), netlab.NodeAddr(netlab.IPv6, i).String()); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/metal-ccm/metal-ccm/test/framework"
 )
 
 const (
@@ -17,10 +18,9 @@ const (
 	badPools    = "  - {name: default, addresses: [not-a-range]}\n"
 )
 
-func inPool(name, pool string) *v1.Service {
-	s := lbService("", name)
-	s.Annotations = map[string]string{"metal-ccm.io/pool": pool}
-	return s
+// inPool is a Service of ns that asks for an address of pool.
+func inPool(ns, name, pool string) *v1.Service {
+	return framework.LoadBalancerService(ns, name, framework.WithoutNodePorts, framework.WithAnnotation("metal-ccm.io/pool", pool))
 }
 
 // metricsShow waits until every running replica's /metrics has every line,
@@ -54,15 +54,11 @@ func TestChaosConfigReload(t *testing.T) {
 		pids[i] = rs.proc(i).PID()
 	}
 	n := prof.apiServices
-	var created atomic.Int64
-	stormDone := make(chan error, 1)
-	go func() { stormDone <- storm(ctx, ns, "l", n, 20*time.Second, &created) }()
+	st := startStorm(ctx, ns, "l", n, 20*time.Second)
 
 	valid := result{fault: "config reload: a new pool, mid-storm", requests: -1, injected: 1,
 		scale: fmt.Sprintf("%d Services, 3 replicas", n), note: "applied without a restart"}
-	pending := inPool("wants-extra", "extra")
-	pending.Namespace = ns
-	if err := createService(ctx, pending); err != nil {
+	if err := createService(ctx, inPool(ns, "wants-extra", "extra")); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(3 * time.Second) // refused for an unknown pool meanwhile
@@ -98,13 +94,11 @@ func TestChaosConfigReload(t *testing.T) {
 		invalid.recovery = append(invalid.recovery, refused)
 	}
 	for i := range rs.size() {
-		if !logContains(rs.proc(i).LogPath, "refused the changed cloud config") {
+		if !rs.proc(i).LogContains("refused the changed cloud config") {
 			t.Errorf("replica %d logged no refusal", i)
 		}
 	}
-	after := inPool("after-invalid", "extra")
-	after.Namespace = ns
-	if err := createService(ctx, after); err != nil {
+	if err := createService(ctx, inPool(ns, "after-invalid", "extra")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := waitUntil(wctx, "a Service of the new pool after the invalid config", func() bool {
@@ -115,9 +109,7 @@ func TestChaosConfigReload(t *testing.T) {
 		invalid.survived = 1
 	}
 
-	if err := <-stormDone; err != nil {
-		t.Fatalf("storm: %v", err)
-	}
+	st.wait(t)
 	if err := tr.waitAssigned(wctx, n+2); err != nil {
 		t.Errorf("after the storm: %v", err)
 	}

@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -153,7 +152,7 @@ func (rs *replicaSet) size() int {
 // that loses it exits).
 func (rs *replicaSet) leader() (int, bool) {
 	for i := range rs.size() {
-		if c := rs.proc(i); c != nil && !c.Exited() && logContains(c.LogPath, "successfully acquired lease") {
+		if c := rs.proc(i); c != nil && !c.Exited() && c.Leads() {
 			return i, true
 		}
 	}
@@ -211,35 +210,9 @@ func (rs *replicaSet) stopAll() {
 		}
 	}
 	for _, c := range all {
-		if logContains(c.LogPath, "panic") || logContains(c.LogPath, "runtime error") {
+		if c.LogContains("panic") || c.LogContains("runtime error") {
 			rs.t.Errorf("replica %s's log %s shows a panic", c.Name, c.LogPath)
 		}
-	}
-}
-
-// logContains reports whether the file at path contains s (lower case),
-// ignoring case, reading it in chunks (replica logs grow to megabytes in a
-// storm).
-func logContains(path, s string) bool {
-	f, err := os.Open(path) //nolint:gosec // a log this test's processes write
-	if err != nil {
-		return false
-	}
-	defer func() { _ = f.Close() }()
-	buf := make([]byte, 1<<20)
-	carry := 0
-	for {
-		n, err := f.Read(buf[carry:])
-		if bytes.Contains(bytes.ToLower(buf[:carry+n]), []byte(s)) {
-			return true
-		}
-		if err != nil {
-			return false
-		}
-		// Keep the tail, in case s spans two chunks.
-		keep := min(len(s), carry+n)
-		copy(buf, buf[carry+n-keep:carry+n])
-		carry = keep
 	}
 }
 
@@ -248,7 +221,7 @@ func logContains(path, s string) bool {
 func setup(t *testing.T, name string, n int, poolsYAML string, args []string) (context.Context, *replicaSet, *tracker) {
 	t.Helper()
 	rs := newReplicaSet(t, name, n, poolsYAML, args)
-	newNamespace(t, name)
+	framework.NewNamespace(t, client, name, framework.ReleaseServices(3*time.Minute))
 	tr := newTracker(t, name)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	t.Cleanup(cancel)

@@ -48,6 +48,16 @@ func rank(fault string) int {
 	return len(faultOrder)
 }
 
+// tally counts one fault injected: survived, with how long recovery took,
+// unless err says otherwise.
+func (r *result) tally(took time.Duration, err error) {
+	r.injected++
+	if err == nil {
+		r.survived++
+		r.recovery = append(r.recovery, took)
+	}
+}
+
 // record adds a row to the table.
 func record(r result) {
 	resultsMu.Lock()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,35 +36,17 @@ func TestChaosRollingRestart(t *testing.T) {
 		scale: fmt.Sprintf("%d Services, 3 replicas, %d rounds", prof.stormServices, rounds), limit: stopLimit}
 	loop := vipLoop(ctx, t, ns, tr, 3)
 
-	var created atomic.Int64
-	stormDone := make(chan error, 1)
-	go func() {
-		stormDone <- storm(ctx, ns, "r", prof.stormServices, time.Duration(rounds*3)*8*time.Second, &created)
-	}()
+	st := startStorm(ctx, ns, "r", prof.stormServices, time.Duration(rounds*3)*8*time.Second)
 	for range rounds {
 		for i := range rs.size() {
 			took, err := rollReplica(ctx, t, rs, i)
-			res.injected++
 			if err != nil {
 				t.Errorf("replica %d: %v", i, err)
-				continue
 			}
-			res.survived++
-			res.recovery = append(res.recovery, took)
+			res.tally(took, err)
 		}
 	}
-	if err := <-stormDone; err != nil {
-		t.Fatalf("storm: %v", err)
-	}
-	want := prof.stormServices
-	if lab != nil {
-		want++ // the VIP's Service
-	}
-	wctx, wcancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer wcancel()
-	if err := tr.waitAssigned(wctx, want); err != nil {
-		t.Errorf("after the storm: %v", err)
-	}
+	want := afterStorm(ctx, t, st, tr, prof.stormServices)
 	time.Sleep(2 * time.Second)
 	endLoop(t, loop, &res)
 	res.note = "recovery: SIGTERM to exit; each replica back with its session up before the next stops"
@@ -79,15 +60,10 @@ func TestChaosRollingRestart(t *testing.T) {
 func rollReplica(ctx context.Context, t *testing.T, rs *replicaSet, i int) (time.Duration, error) {
 	t.Helper()
 	c := rs.proc(i)
-	start := time.Now()
-	c.Terminate()
-	select {
-	case <-c.Done():
-	case <-time.After(3 * stopLimit):
-		c.Kill()
+	took, err := c.StopWithin(3 * stopLimit)
+	if err != nil {
 		return 0, fmt.Errorf("%s did not exit within %s of SIGTERM", c.Name, 3*stopLimit)
 	}
-	took := time.Since(start)
 	var problems []string
 	if took > stopLimit {
 		problems = append(problems, fmt.Sprintf("exit took %s, limit %s", took.Round(time.Millisecond), stopLimit))
@@ -95,7 +71,7 @@ func rollReplica(ctx context.Context, t *testing.T, rs *replicaSet, i int) (time
 	if err := c.Err(); err != nil {
 		problems = append(problems, fmt.Sprintf("exit: %v", err))
 	}
-	if !logContains(c.LogPath, "bgp speaker stopped") {
+	if !c.LogContains("bgp speaker stopped") {
 		problems = append(problems, "no \"BGP speaker stopped\" in its log (another replica ran: it must withdraw)")
 	}
 	if _, err := rs.start(i); err != nil {

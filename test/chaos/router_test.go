@@ -141,8 +141,10 @@ func TestChaosRouterRestart(t *testing.T) {
 	flap := result{fault: "BGP session flap (one session disabled and enabled)", requests: -1, duplicates: -1, changed: -1,
 		scale: fmt.Sprintf("%d routes, 1 of 3 sessions", n), limit: routeLimit}
 	vip := netip.MustParseAddr(tr.firstIP(serviceName("r", 0)))
-	serveVIP(t, vip)
-	loop := startRequests(vip)
+	if err := lab.ServeVIP(vip); err != nil {
+		t.Fatal(err)
+	}
+	loop := lab.StartRequests(vip)
 	for k := range prof.flaps {
 		i := k % 3
 		flap.injected++

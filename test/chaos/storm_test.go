@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/utils/ptr"
 
+	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
 
@@ -71,11 +71,7 @@ func (tr *tracker) seen(o any) {
 	if !ok {
 		return
 	}
-	var ips []string
-	for _, in := range s.Status.LoadBalancer.Ingress {
-		ips = append(ips, in.IP)
-	}
-	tr.set(s.Name, strings.Join(ips, ","))
+	tr.set(s.Name, strings.Join(framework.IngressIPs(s), ","))
 }
 
 func (tr *tracker) set(name, ips string) {
@@ -160,19 +156,6 @@ func (tr *tracker) waitAssigned(ctx context.Context, n int) error {
 // serviceName is the i-th storm Service.
 func serviceName(prefix string, i int) string { return fmt.Sprintf("%s-%04d", prefix, i) }
 
-func lbService(ns, name string) *v1.Service {
-	return &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1.ServiceSpec{
-			Type:     v1.ServiceTypeLoadBalancer,
-			Selector: map[string]string{"app": name},
-			Ports:    []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}},
-			// Thousands of Services would exhaust the node port range.
-			AllocateLoadBalancerNodePorts: ptr.To(false),
-		},
-	}
-}
-
 // createService creates a Service, retrying for up to two minutes through
 // API server outages; an AlreadyExists after a retry counts as created.
 func createService(ctx context.Context, svc *v1.Service) error {
@@ -198,7 +181,7 @@ func storm(ctx context.Context, ns, prefix string, n int, d time.Duration, creat
 	for range 8 {
 		wg.Go(func() {
 			for i := range next {
-				if err := createService(ctx, lbService(ns, serviceName(prefix, i))); err != nil {
+				if err := createService(ctx, framework.LoadBalancerService(ns, serviceName(prefix, i), framework.WithoutNodePorts)); err != nil {
 					errs <- fmt.Errorf("create %s: %w", serviceName(prefix, i), err)
 					return
 				}
@@ -233,113 +216,43 @@ feed:
 	return err
 }
 
-// newNamespace creates a namespace for a test. At the end, while the test's
-// replicas still run (register it after them), its Services are deleted and
-// the replicas release them, then the namespace goes.
-func newNamespace(t *testing.T, name string) string {
+// stormRun is a storm running in the background.
+type stormRun struct {
+	created atomic.Int64
+	done    chan error
+}
+
+// startStorm runs storm(ctx, ns, prefix, n, d) in the background.
+func startStorm(ctx context.Context, ns, prefix string, n int, d time.Duration) *stormRun {
+	s := &stormRun{done: make(chan error, 1)}
+	go func() { s.done <- storm(ctx, ns, prefix, n, d, &s.created) }()
+	return s
+}
+
+// wait waits for the storm to end, and fails the test if it failed.
+func (s *stormRun) wait(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	if err := <-s.done; err != nil {
+		t.Fatalf("storm: %v", err)
 	}
-	t.Cleanup(func() {
-		deleteServices(ctx, t, name)
-		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-			l, err := client.CoreV1().Services(name).List(ctx, metav1.ListOptions{})
-			return err == nil && len(l.Items) == 0, nil
-		})
-		if err != nil {
-			t.Errorf("the Services of %s were not released: %v", name, err)
-		}
-		_ = client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
-	})
-	return name
 }
 
-// requestLoop requests http://vip/ from the lab's client namespace every
-// 20ms until stopped, each on a new connection with a 2s timeout.
-type requestLoop struct {
-	sent, failed atomic.Int64
-	stop         chan struct{}
-	wg           sync.WaitGroup
-	mu           sync.Mutex
-	firstErrs    []string
-}
-
-func startRequests(vip netip.Addr) *requestLoop {
-	r := &requestLoop{stop: make(chan struct{})}
-	url := "http://" + netip.AddrPortFrom(vip, 80).String() + "/"
-	r.wg.Go(func() {
-		for {
-			select {
-			case <-r.stop:
-				return
-			default:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			if _, err := lab.ClientGet(ctx, url); err != nil {
-				r.failed.Add(1)
-				r.mu.Lock()
-				if len(r.firstErrs) < 5 {
-					r.firstErrs = append(r.firstErrs, time.Now().Format("15:04:05.000")+" "+err.Error())
-				}
-				r.mu.Unlock()
-			}
-			cancel()
-			r.sent.Add(1)
-			time.Sleep(20 * time.Millisecond)
-		}
-	})
-	return r
-}
-
-// end stops the loop and returns what was sent and what failed.
-func (r *requestLoop) end() (sent, failed int, errs []string) {
-	close(r.stop)
-	r.wg.Wait()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return int(r.sent.Load()), int(r.failed.Load()), r.firstErrs
-}
-
-// serveVIP puts ip on every lab node's loopback and answers HTTP on it, as
-// kube-proxy and a backend would.
-func serveVIP(t *testing.T, ip netip.Addr) {
+// afterStorm waits for a storm of n Services to end, then, within five
+// minutes, until they and (with the lab) the VIP's Service have had
+// addresses. It returns how many Services the namespace holds.
+func afterStorm(ctx context.Context, t *testing.T, s *stormRun, tr *tracker, n int) int {
 	t.Helper()
-	for i := range lab.Nodes {
-		if err := lab.AddLoopbackVIP(i, ip); err != nil {
-			t.Fatal(err)
-		}
-		if err := lab.ServeHTTP(i, netip.AddrPortFrom(ip, 80).String()); err != nil {
-			t.Fatal(err)
-		}
+	s.wait(t)
+	want := n
+	if lab != nil {
+		want++ // the VIP's Service
 	}
-}
-
-// deleteServices deletes every Service of a namespace, 8 at a time
-// (Services have no delete-collection).
-func deleteServices(ctx context.Context, t *testing.T, ns string) {
-	l, err := client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Logf("list the Services of %s: %v", ns, err)
-		return
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if err := tr.waitAssigned(wctx, want); err != nil {
+		t.Errorf("after the storm: %v", err)
 	}
-	names := make(chan string)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for n := range names {
-				if err := client.CoreV1().Services(ns).Delete(ctx, n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-					t.Logf("delete %s/%s: %v", ns, n, err)
-				}
-			}
-		})
-	}
-	for _, s := range l.Items {
-		names <- s.Name
-	}
-	close(names)
-	wg.Wait()
+	return want
 }
 
 // populate creates n Services named prefix-NNNN, 50 a second, and waits until
@@ -358,7 +271,7 @@ func populate(ctx context.Context, t *testing.T, ns, prefix string, n int, tr *t
 // vipLoop creates the Service "vip", waits until the router routes its
 // address to every node, serves it there, and starts requesting it. Without
 // the lab it returns nil.
-func vipLoop(ctx context.Context, t *testing.T, ns string, tr *tracker, sessions int) *requestLoop {
+func vipLoop(ctx context.Context, t *testing.T, ns string, tr *tracker, sessions int) *netlab.RequestLoop {
 	t.Helper()
 	if lab == nil {
 		t.Logf("no request loop: %s", labSkip)
@@ -367,28 +280,30 @@ func vipLoop(ctx context.Context, t *testing.T, ns string, tr *tracker, sessions
 	if err := lab.WaitEstablished(ctx, lab.SpeakerAddrs(netlab.IPv4)[:sessions]...); err != nil {
 		t.Fatalf("sessions: %v", err)
 	}
-	if err := createService(ctx, lbService(ns, "vip")); err != nil {
+	if err := createService(ctx, framework.LoadBalancerService(ns, "vip", framework.WithoutNodePorts)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := waitUntil(ctx, "the VIP's address", func() bool { return tr.firstIP("vip") != "" }); err != nil {
 		t.Fatal(err)
 	}
 	vip := netip.MustParseAddr(tr.firstIP("vip"))
-	if err := lab.WaitRoute(ctx, netip.PrefixFrom(vip, 32), lab.NodeAddrs(netlab.IPv4)); err != nil {
+	if err := lab.WaitRoute(ctx, netlab.HostPrefix(vip), lab.NodeAddrs(netlab.IPv4)); err != nil {
 		t.Fatal(err)
 	}
-	serveVIP(t, vip)
-	return startRequests(vip)
+	if err := lab.ServeVIP(vip); err != nil {
+		t.Fatal(err)
+	}
+	return lab.StartRequests(vip)
 }
 
 // endLoop stops a request loop (if any), puts its figures in res, and fails
 // the test on any lost request.
-func endLoop(t *testing.T, loop *requestLoop, res *result) {
+func endLoop(t *testing.T, loop *netlab.RequestLoop, res *result) {
 	t.Helper()
 	if loop == nil {
 		return
 	}
-	sent, failed, errs := loop.end()
+	sent, failed, errs := loop.Stop()
 	res.requests, res.lost = sent, failed
 	if failed > 0 {
 		t.Errorf("%d of %d requests to the VIP failed: %v", failed, sent, errs)

@@ -4,13 +4,12 @@ import (
 	"context"
 	"regexp"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
 
@@ -23,21 +22,20 @@ func TestLoadBalancerOverBGP(t *testing.T) {
 	}
 	registerLabNodes(t, lab)
 	// This replica runs with nothing but deploy/'s least-privilege roles.
-	ccm := startReplicaAs(t, lab, 0, leastPrivilegeKubeconfig(t), "cloud-controller-manager", "198.18.100.0/24", "2001:db8:100::/120")
-	ns := namespace(t)
+	kubeconfig, err := cp.LeastPrivilegeKubeconfig(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccm := startReplicaAs(t, lab, 0, kubeconfig, "cloud-controller-manager", "198.18.100.0/24", "2001:db8:100::/120")
+	ns := framework.NewNamespace(t, client, framework.NamespaceName(t))
 	v4 := lab.NodeAddrs(netlab.IPv4)
 	v6 := lab.NodeAddrs(netlab.IPv6)
-	if err := lab.WaitEstablished(context.Background(), lab.SpeakerAddrs(netlab.IPv4)[0], lab.SpeakerAddrs(netlab.IPv6)[0]); err != nil {
-		t.Fatalf("sessions: %v", err)
-	}
+	waitEstablished(t, lab, time.Minute, lab.SpeakerAddrs(netlab.IPv4)[0], lab.SpeakerAddrs(netlab.IPv6)[0])
 
-	createService(t, ns, "web")
-	vip := waitVIPs(t, ns, "web", 1)[0]
-	waitRoute(t, lab, vip, v4...)
-	serveVIP(t, lab, vip)
+	vip := servedVIP(t, lab, ns, "web")
 	answered := map[string]int{}
 	for range 30 {
-		body, err := lab.ClientGet(context.Background(), vipURL(vip))
+		body, err := lab.ClientGet(context.Background(), netlab.VIPURL(vip))
 		if err != nil {
 			t.Fatalf("request to the VIP: %v", err)
 		}
@@ -68,7 +66,7 @@ func TestLoadBalancerOverBGP(t *testing.T) {
 	})
 
 	t.Run("externalTrafficPolicy Local narrows the next hops", func(t *testing.T) {
-		createService(t, ns, "local", local)
+		framework.CreateLoadBalancer(t, client, ns, "local", framework.Local)
 		lvip := waitVIPs(t, ns, "local", 1)[0]
 		endpointsOn(t, ns, "local", lab.NodeName(1))
 		waitRoute(t, lab, lvip, v4[1])
@@ -76,12 +74,14 @@ func TestLoadBalancerOverBGP(t *testing.T) {
 		waitRoute(t, lab, lvip, v4[0], v4[2])
 	})
 	t.Run("dual-stack and IPv6", func(t *testing.T) {
-		createService(t, ns, "dual", dualStack)
+		framework.CreateLoadBalancer(t, client, ns, "dual", framework.DualStack)
 		ips := waitVIPs(t, ns, "dual", 2)
 		waitRoute(t, lab, ips[0], v4...)
 		waitRoute(t, lab, ips[1], v6...)
-		serveVIP(t, lab, ips[1])
-		if _, err := lab.ClientGet(context.Background(), vipURL(ips[1])); err != nil {
+		if err := lab.ServeVIP(ips[1]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lab.ClientGet(context.Background(), netlab.VIPURL(ips[1])); err != nil {
 			t.Errorf("request to the IPv6 VIP: %v", err)
 		}
 	})
@@ -114,58 +114,32 @@ func TestLeaderKillLosesNoRequest(t *testing.T) {
 	registerLabNodes(t, lab)
 	a := startReplica(t, lab, 0, "e2e-kill", "198.18.110.0/24", "2001:db8:110::/120")
 	b := startReplica(t, lab, 1, "e2e-kill", "198.18.110.0/24", "2001:db8:110::/120")
-	ns := namespace(t)
+	ns := framework.NewNamespace(t, client, framework.NamespaceName(t))
 	v4 := lab.NodeAddrs(netlab.IPv4)
-	ctx := context.Background()
-	if err := lab.WaitEstablished(ctx, lab.SpeakerAddrs(netlab.IPv4)...); err != nil {
-		t.Fatalf("both replicas' sessions: %v", err)
-	}
-	createService(t, ns, "web")
-	vip := waitVIPs(t, ns, "web", 1)[0]
-	waitRoute(t, lab, vip, v4...)
-	serveVIP(t, lab, vip)
+	waitEstablished(t, lab, time.Minute, lab.SpeakerAddrs(netlab.IPv4)...)
+	vip := servedVIP(t, lab, ns, "web")
 
-	var sent, failed atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			if _, err := lab.ClientGet(rctx, vipURL(vip)); err != nil {
-				failed.Add(1)
-				t.Logf("request failed: %v", err)
-			}
-			cancel()
-			sent.Add(1)
-			time.Sleep(20 * time.Millisecond)
-		}
-	})
+	loop := lab.StartRequests(vip)
 	time.Sleep(time.Second)
 	leader, follower := a, b
-	if leads(b.Log()) {
+	if b.Leads() {
 		leader, follower = b, a
 	}
 	leader.Kill()
 	// The follower takes over and allocates for a new Service.
-	createService(t, ns, "after")
+	framework.CreateLoadBalancer(t, client, ns, "after")
 	after := waitVIPs(t, ns, "after", 1)[0]
 	waitRoute(t, lab, after, v4...)
 	time.Sleep(2 * time.Second)
-	close(stop)
-	wg.Wait()
-	if !leads(follower.Log()) {
+	sent, failed, errs := loop.Stop()
+	if !follower.Leads() {
 		t.Errorf("the follower never led")
 	}
 	if got := waitVIPs(t, ns, "web", 1)[0]; got != vip {
 		t.Errorf("the Service's address changed over the failover: %s -> %s", vip, got)
 	}
-	t.Logf("%d requests during the failover, %d failed", sent.Load(), failed.Load())
-	if failed.Load() != 0 || sent.Load() < 50 {
-		t.Errorf("%d of %d requests failed", failed.Load(), sent.Load())
+	t.Logf("%d requests during the failover, %d failed", sent, failed)
+	if failed != 0 || sent < 50 {
+		t.Errorf("%d of %d requests failed: %v", failed, sent, errs)
 	}
 }

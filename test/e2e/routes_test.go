@@ -49,25 +49,12 @@ func TestPodRoutesWithoutOverlay(t *testing.T) {
 	if err := os.WriteFile(cfg, append(data, []byte("routes:\n  enabled: true\n")...), 0o600); err != nil { //nolint:gosec // in the test's temporary folder
 		t.Fatal(err)
 	}
-	c, err := cp.StartCCM(ctx, framework.CCMOptions{Name: "ccm-routes", CloudConfig: cfg, Args: []string{
+	cp.StartCCMForTest(t, framework.CCMOptions{Name: "ccm-routes", CloudConfig: cfg, Args: []string{
 		"--leader-elect-resource-name", "e2e-routes", "--cluster-cidr", "198.19.0.0/16,2001:db8:19::/56",
 		"--allocate-node-cidrs=false", "--configure-cloud-routes=true", "--route-reconciliation-period", "2s",
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Stop(5 * time.Second)
-		if t.Failed() {
-			t.Logf("CCM log:\n%s", c.Log())
-		}
-	})
-	v4, v6 := lab.NodeAddrs(netlab.IPv4), lab.NodeAddrs(netlab.IPv6)
-	for i := range lab.Nodes {
-		p4, p6 := podCIDRs(i)
-		waitPrefix(t, lab, p4, v4[i])
-		waitPrefix(t, lab, p6, v6[i])
-	}
+	v4 := lab.NodeAddrs(netlab.IPv4)
+	waitPodRoutes(t, lab)
 	t.Run("NetworkUnavailable is False once routed", func(t *testing.T) {
 		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 			for i := range lab.Nodes {
@@ -143,11 +130,7 @@ func TestPodRoutesWithoutOverlay(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		for i := range lab.Nodes {
-			p4, p6 := podCIDRs(i)
-			waitPrefix(t, lab, p4, v4[i])
-			waitPrefix(t, lab, p6, v6[i])
-		}
+		waitPodRoutes(t, lab)
 		t.Logf("all routes back %s after the router restarted", time.Since(start).Round(time.Millisecond))
 	})
 	t.Run("removing a node removes its routes", func(t *testing.T) {
@@ -171,12 +154,14 @@ func podAddr(i int, f netlab.Family) netip.Addr {
 	return p6.Addr().Next()
 }
 
-func waitPrefix(t *testing.T, lab *netlab.Lab, p netip.Prefix, hops ...netip.Addr) {
+// waitPodRoutes waits until the router routes each node's pod CIDRs, IPv4
+// and IPv6, to the node.
+func waitPodRoutes(t *testing.T, lab *netlab.Lab) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := lab.WaitRoute(ctx, p, hops); err != nil {
-		r, _, _ := lab.Route(p)
-		t.Fatalf("route %s: want %v, router has %v: %v", p, hops, r.NextHops, err)
+	v4, v6 := lab.NodeAddrs(netlab.IPv4), lab.NodeAddrs(netlab.IPv6)
+	for i := range lab.Nodes {
+		p4, p6 := podCIDRs(i)
+		waitPrefix(t, lab, p4, v4[i])
+		waitPrefix(t, lab, p6, v6[i])
 	}
 }

@@ -72,28 +72,19 @@ func TestUnprivilegedSpeakerWithPassword(t *testing.T) {
 	kubeconfig := copyTo(cp.AdminKubeconfig, "kubeconfig")
 	certs := filepath.Join(dir, "certs")
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c, err := cp.StartCCM(ctx, framework.CCMOptions{
+	c := cp.StartCCMForTest(t, framework.CCMOptions{
 		Name: "ccm-nobody", Kubeconfig: kubeconfig, CloudConfig: cfgPath,
 		Args: []string{"--cert-dir", certs, "--leader-elect-resource-name", "e2e-nobody"},
 		Wrapper: []string{"setpriv", fmt.Sprintf("--reuid=%d", nobody), fmt.Sprintf("--regid=%d", nobody),
 			"--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Stop(5 * time.Second)
-		if t.Failed() {
-			t.Logf("CCM log:\n%s", c.Log())
-		}
-	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	if err := lab.WaitEstablished(ctx, lab.SpeakerAddrs(netlab.IPv4)[0], lab.SpeakerAddrs(netlab.IPv6)[0]); err != nil {
 		t.Fatalf("MD5 sessions from an unprivileged speaker: %v", err)
 	}
-	ns := namespace(t)
-	createService(t, ns, "web")
+	ns := framework.NewNamespace(t, client, framework.NamespaceName(t))
+	framework.CreateLoadBalancer(t, client, ns, "web")
 	waitRoute(t, lab, waitVIPs(t, ns, "web", 1)[0], lab.NodeAddrs(netlab.IPv4)...)
 
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.PID()))

@@ -2,15 +2,11 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -22,6 +18,9 @@ import (
 // with a second for the process to be reaped.
 const stopLimit = 11 * time.Second
 
+// sessionTimeout bounds the wait for a replica's BGP sessions.
+const sessionTimeout = 30 * time.Second
+
 // routers are the routers every stop test runs against.
 var routers = []netlab.RouterKind{netlab.RouterBIRD, netlab.RouterFRR}
 
@@ -32,70 +31,66 @@ var routers = []netlab.RouterKind{netlab.RouterBIRD, netlab.RouterFRR}
 // where FRR before the fix of its End-of-RIB stale-path bug kept routes to
 // deleted addresses forever when a replica went through graceful restart.
 func TestStopWithAnotherReplica(t *testing.T) {
-	for _, router := range routers {
-		t.Run(string(router), func(t *testing.T) {
-			lab := netlab.New(t, netlab.Options{Nodes: 3, Speakers: 2, Router: router})
-			registerLabNodes(t, lab)
-			lease := "e2e-stop-" + string(router)
-			pool4, pool6 := "198.18.111.0/24", "2001:db8:111::/120"
-			replicas := []*framework.CCM{
-				startReplica(t, lab, 0, lease, pool4, pool6),
-				startReplica(t, lab, 1, lease, pool4, pool6),
-			}
-			ns := namespaceNamed(t, "stop-"+string(router))
-			v4, spk := lab.NodeAddrs(netlab.IPv4), lab.SpeakerAddrs(netlab.IPv4)
-			waitEstablished(t, lab, spk...)
+	eachRouter(t, 2, func(t *testing.T, lab *netlab.Lab, router netlab.RouterKind) {
+		lease := "e2e-stop-" + string(router)
+		pool4, pool6 := "198.18.111.0/24", "2001:db8:111::/120"
+		replicas := []*framework.CCM{
+			startReplica(t, lab, 0, lease, pool4, pool6),
+			startReplica(t, lab, 1, lease, pool4, pool6),
+		}
+		ns := framework.NewNamespace(t, client, "stop-"+string(router))
+		v4, spk := lab.NodeAddrs(netlab.IPv4), lab.SpeakerAddrs(netlab.IPv4)
+		waitEstablished(t, lab, sessionTimeout, spk...)
 
-			// restart stops replica i with SIGTERM, checks how it stopped,
-			// runs whileDown, then starts it again and waits for its session.
-			restart := func(i int, whileDown func(log string)) {
-				t.Helper()
-				log := stopReplica(t, replicas[i])
-				for _, want := range []string{"Closing the BGP sessions", "BGP speaker stopped"} {
-					if !strings.Contains(log, want) {
-						t.Errorf("replica %d's stop did not log %q:\n%s", i, want, log)
-					}
+		// restart stops replica i with SIGTERM, checks how it stopped,
+		// runs whileDown, then starts it again and waits for its session.
+		restart := func(i int, whileDown func(log string)) {
+			t.Helper()
+			log := stopReplica(t, replicas[i])
+			for _, want := range []string{"Closing the BGP sessions", "BGP speaker stopped"} {
+				if !strings.Contains(log, want) {
+					t.Errorf("replica %d's stop did not log %q:\n%s", i, want, log)
 				}
-				whileDown(log)
-				replicas[i] = startReplica(t, lab, i, lease, pool4, pool6)
-				waitEstablished(t, lab, spk[i])
 			}
+			whileDown(log)
+			replicas[i] = startReplica(t, lab, i, lease, pool4, pool6)
+			waitEstablished(t, lab, sessionTimeout, spk[i])
+		}
 
-			// A Service deleted while the leader is down.
-			{
-				createService(t, ns, "web")
-				vip := waitVIPs(t, ns, "web", 1)[0]
-				waitRoute(t, lab, vip, v4...)
-				leader := 0
-				if leads(replicas[1].Log()) {
-					leader = 1
+		// A Service deleted while the leader is down.
+		{
+			framework.CreateLoadBalancer(t, client, ns, "web")
+			vip := waitVIPs(t, ns, "web", 1)[0]
+			waitRoute(t, lab, vip, v4...)
+			leader := 0
+			if replicas[1].Leads() {
+				leader = 1
+			}
+			restart(leader, func(log string) {
+				if !strings.Contains(log, "Another replica took the leader-election Lease over") {
+					t.Errorf("the stopping leader did not hand the Lease over:\n%s", log)
 				}
-				restart(leader, func(log string) {
-					if !strings.Contains(log, "Another replica took the leader-election Lease over") {
-						t.Errorf("the stopping leader did not hand the Lease over:\n%s", log)
-					}
-					if err := client.CoreV1().Services(ns).Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
-						t.Fatal(err)
-					}
-					waitRoute(t, lab, vip)
-				})
-				stayWithout(t, lab, vip)
-			}
+				if err := client.CoreV1().Services(ns).Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				waitRoute(t, lab, vip)
+			})
+			stayWithout(t, lab, vip)
+		}
 
-			// A node flipped NotReady and Ready before a restart.
-			{
-				createService(t, ns, "web2")
-				vip := waitVIPs(t, ns, "web2", 1)[0]
-				waitRoute(t, lab, vip, v4...)
-				setReady(t, lab.NodeName(0), false)
-				waitRoute(t, lab, vip, v4[1:]...)
-				setReady(t, lab.NodeName(0), true)
-				waitRoute(t, lab, vip, v4...)
-				restart(0, func(string) {})
-				stayWith(t, lab, vip, spk, v4)
-			}
-		})
-	}
+		// A node flipped NotReady and Ready before a restart.
+		{
+			framework.CreateLoadBalancer(t, client, ns, "web2")
+			vip := waitVIPs(t, ns, "web2", 1)[0]
+			waitRoute(t, lab, vip, v4...)
+			setReady(t, lab.NodeName(0), false)
+			waitRoute(t, lab, vip, v4[1:]...)
+			setReady(t, lab.NodeName(0), true)
+			waitRoute(t, lab, vip, v4...)
+			restart(0, func(string) {})
+			stayWith(t, lab, vip, spk, v4)
+		}
+	})
 }
 
 // TestStopSingleReplicaKeepsRoutes stops the only replica with SIGTERM while
@@ -104,48 +99,54 @@ func TestStopWithAnotherReplica(t *testing.T) {
 // its paths through graceful restart, and no request is lost until it is
 // back. It also releases the leader-election Lease.
 func TestStopSingleReplicaKeepsRoutes(t *testing.T) {
+	eachRouter(t, 1, func(t *testing.T, lab *netlab.Lab, router netlab.RouterKind) {
+		lease := "e2e-single-" + string(router)
+		pool4, pool6 := "198.18.112.0/24", "2001:db8:112::/120"
+		c := startReplica(t, lab, 0, lease, pool4, pool6)
+		ns := framework.NewNamespace(t, client, "single-"+string(router))
+		v4, spk := lab.NodeAddrs(netlab.IPv4), lab.SpeakerAddrs(netlab.IPv4)
+		waitEstablished(t, lab, sessionTimeout, spk...)
+		vip := servedVIP(t, lab, ns, "web")
+
+		loop := lab.StartRequests(vip)
+		time.Sleep(time.Second)
+		log := stopReplica(t, c)
+		if !strings.Contains(log, "Leaving the BGP sessions to close with the process") || strings.Contains(log, "Closing the BGP sessions") {
+			t.Errorf("the only replica did not keep its sessions for graceful restart:\n%s", log)
+		}
+		l, err := client.CoordinationV1().Leases("kube-system").Get(context.Background(), lease, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := ptr.Deref(l.Spec.HolderIdentity, ""); h != "" {
+			t.Errorf("the Lease still names %q after the stop, want it released", h)
+		}
+		// The router keeps forwarding on the kept paths while the
+		// replica is down.
+		time.Sleep(2 * time.Second)
+		if r, ok, err := lab.Route(netlab.HostPrefix(vip)); err != nil || !ok || len(r.NextHops) != len(v4) {
+			t.Errorf("route to %s while the replica is down: %v %v %v, want %v", vip, r.NextHops, ok, err, v4)
+		}
+		startReplica(t, lab, 0, lease, pool4, pool6)
+		waitEstablished(t, lab, sessionTimeout, spk...)
+		stayWith(t, lab, vip, spk, v4)
+		sent, failed, errs := loop.Stop()
+		t.Logf("%d requests across the restart, %d failed", sent, failed)
+		if failed != 0 || sent < 50 {
+			t.Errorf("%d of %d requests failed: %v", failed, sent, errs)
+		}
+	})
+}
+
+// eachRouter runs fn in a subtest per router, each with a lab of 3 nodes
+// and the given number of speaker addresses, and the lab's nodes
+// registered.
+func eachRouter(t *testing.T, speakers int, fn func(t *testing.T, lab *netlab.Lab, router netlab.RouterKind)) {
 	for _, router := range routers {
 		t.Run(string(router), func(t *testing.T) {
-			lab := netlab.New(t, netlab.Options{Nodes: 3, Speakers: 1, Router: router})
+			lab := netlab.New(t, netlab.Options{Nodes: 3, Speakers: speakers, Router: router})
 			registerLabNodes(t, lab)
-			lease := "e2e-single-" + string(router)
-			pool4, pool6 := "198.18.112.0/24", "2001:db8:112::/120"
-			c := startReplica(t, lab, 0, lease, pool4, pool6)
-			ns := namespaceNamed(t, "single-"+string(router))
-			v4, spk := lab.NodeAddrs(netlab.IPv4), lab.SpeakerAddrs(netlab.IPv4)
-			waitEstablished(t, lab, spk...)
-			createService(t, ns, "web")
-			vip := waitVIPs(t, ns, "web", 1)[0]
-			waitRoute(t, lab, vip, v4...)
-			serveVIP(t, lab, vip)
-
-			sent, failed, stop := requestLoop(t, lab, vip)
-			time.Sleep(time.Second)
-			log := stopReplica(t, c)
-			if !strings.Contains(log, "Leaving the BGP sessions to close with the process") || strings.Contains(log, "Closing the BGP sessions") {
-				t.Errorf("the only replica did not keep its sessions for graceful restart:\n%s", log)
-			}
-			l, err := client.CoordinationV1().Leases("kube-system").Get(context.Background(), lease, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if h := ptr.Deref(l.Spec.HolderIdentity, ""); h != "" {
-				t.Errorf("the Lease still names %q after the stop, want it released", h)
-			}
-			// The router keeps forwarding on the kept paths while the
-			// replica is down.
-			time.Sleep(2 * time.Second)
-			if r, ok, err := lab.Route(hostPrefix(vip)); err != nil || !ok || len(r.NextHops) != len(v4) {
-				t.Errorf("route to %s while the replica is down: %v %v %v, want %v", vip, r.NextHops, ok, err, v4)
-			}
-			startReplica(t, lab, 0, lease, pool4, pool6)
-			waitEstablished(t, lab, spk...)
-			stayWith(t, lab, vip, spk, v4)
-			stop()
-			t.Logf("%d requests across the restart, %d failed", sent.Load(), failed.Load())
-			if failed.Load() != 0 || sent.Load() < 50 {
-				t.Errorf("%d of %d requests failed", failed.Load(), sent.Load())
-			}
+			fn(t, lab, router)
 		})
 	}
 }
@@ -154,15 +155,10 @@ func TestStopSingleReplicaKeepsRoutes(t *testing.T) {
 // within the documented time, and returns the log of that stop.
 func stopReplica(t *testing.T, c *framework.CCM) string {
 	t.Helper()
-	start := time.Now()
-	c.Terminate()
-	select {
-	case <-c.Done():
-	case <-time.After(3 * stopLimit):
-		c.Kill()
+	took, err := c.StopWithin(3 * stopLimit)
+	if err != nil {
 		t.Fatalf("replica %s did not exit within %s of SIGTERM", c.Name, 3*stopLimit)
 	}
-	took := time.Since(start)
 	log := c.Log()
 	if i := strings.LastIndex(log, "Stopping on a signal"); i >= 0 {
 		log = log[i:]
@@ -184,7 +180,7 @@ const settle = 5 * time.Second
 func stayWithout(t *testing.T, lab *netlab.Lab, ip netip.Addr) {
 	t.Helper()
 	for end := time.Now().Add(settle); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-		if r, ok, err := lab.Route(hostPrefix(ip)); err != nil || ok {
+		if r, ok, err := lab.Route(netlab.HostPrefix(ip)); err != nil || ok {
 			t.Fatalf("route to %s after the restart: %v (%v), want none", ip, r.NextHops, err)
 		}
 		if paths := ribPaths(t, lab, ip); len(paths) != 0 {
@@ -206,7 +202,7 @@ func stayWith(t *testing.T, lab *netlab.Lab, ip netip.Addr, speakers, hops []net
 		}
 	}
 	for end := time.Now().Add(settle); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-		r, ok, err := lab.Route(hostPrefix(ip))
+		r, ok, err := lab.Route(netlab.HostPrefix(ip))
 		if err != nil || !ok || len(r.NextHops) != len(hops) {
 			t.Fatalf("route to %s after the restart: %v %v %v, want %v", ip, r.NextHops, ok, err, hops)
 		}
@@ -219,7 +215,7 @@ func stayWith(t *testing.T, lab *netlab.Lab, ip netip.Addr, speakers, hops []net
 // ribPaths are the router's BGP paths for ip, as "speaker via next hop".
 func ribPaths(t *testing.T, lab *netlab.Lab, ip netip.Addr) []string {
 	t.Helper()
-	paths, err := lab.BGPPaths(hostPrefix(ip))
+	paths, err := lab.BGPPaths(netlab.HostPrefix(ip))
 	if err != nil {
 		t.Fatalf("router's BGP paths for %s: %v", ip, err)
 	}
@@ -247,53 +243,4 @@ func sameSet(a, b []string) bool {
 		}
 	}
 	return true
-}
-
-func waitEstablished(t *testing.T, lab *netlab.Lab, addrs ...netip.Addr) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := lab.WaitEstablished(ctx, addrs...); err != nil {
-		t.Fatalf("sessions of %v: %v", addrs, err)
-	}
-}
-
-// requestLoop requests the VIP from the client namespace every 20ms until
-// the returned stop is called.
-func requestLoop(t *testing.T, lab *netlab.Lab, vip netip.Addr) (sent, failed *atomic.Int64, stop func()) {
-	t.Helper()
-	sent, failed = new(atomic.Int64), new(atomic.Int64)
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			if _, err := lab.ClientGet(ctx, vipURL(vip)); err != nil {
-				failed.Add(1)
-				t.Logf("request failed: %v", err)
-			}
-			cancel()
-			sent.Add(1)
-			time.Sleep(20 * time.Millisecond)
-		}
-	})
-	var once sync.Once
-	stop = func() { once.Do(func() { close(done); wg.Wait() }) }
-	t.Cleanup(stop)
-	return sent, failed, stop
-}
-
-// namespaceNamed creates a namespace for the test and deletes it after.
-func namespaceNamed(t *testing.T, name string) string {
-	t.Helper()
-	if _, err := client.CoreV1().Namespaces().Create(context.Background(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(fmt.Errorf("namespace %s: %w", name, err))
-	}
-	t.Cleanup(func() { _ = client.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-	return name
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -81,6 +82,35 @@ func (cp *ControlPlane) StartCCM(ctx context.Context, o CCMOptions) (*CCM, error
 	}
 	return c, nil
 }
+
+// FailureLogLines is how many of a replica's last log lines a failed test
+// prints.
+const FailureLogLines = 80
+
+// StartCCMForTest starts a replica as StartCCM does, within a minute, and
+// fails the test if it cannot. When the test ends the replica is stopped by
+// its PID (SIGTERM, SIGKILL after 5s), and if the test failed the end of its
+// log is printed.
+func (cp *ControlPlane) StartCCMForTest(t testing.TB, o CCMOptions) *CCM {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := cp.StartCCM(ctx, o)
+	if err != nil {
+		t.Fatalf("start CCM: %v", err)
+	}
+	t.Cleanup(func() {
+		c.Stop(5 * time.Second)
+		if t.Failed() {
+			t.Logf("%s log (%s), last %d lines:\n%s", c.Name, c.LogPath, FailureLogLines, c.LogTail(FailureLogLines))
+		}
+	})
+	return c
+}
+
+// Leads reports whether the replica's log says it acquired the
+// leader-election lease.
+func (c *CCM) Leads() bool { return c.LogContains("successfully acquired lease") }
 
 // Metrics fetches the replica's /metrics as the admin (the replica checks the
 // caller with the API server, as in a cluster).

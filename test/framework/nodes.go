@@ -32,19 +32,28 @@ func RegisterNode(ctx context.Context, cs kubernetes.Interface, name string, rea
 	if len(ips) > 0 {
 		node.Annotations = map[string]string{cloudproviderapi.AnnotationAlphaProvidedIPAddr: strings.Join(ips, ",")}
 	}
-	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
-		return nil, fmt.Errorf("register node %s: %w", name, err)
-	}
 	addrs := []v1.NodeAddress{{Type: v1.NodeHostName, Address: name}}
 	if len(ips) > 0 {
 		addrs = append([]v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ips[0]}}, addrs...)
 	}
-	updated, err := updateStatus(ctx, cs, name, func(n *v1.Node) {
+	updated, err := createNode(ctx, cs, node, addrs, ready)
+	if err != nil {
+		return nil, fmt.Errorf("register node %s: %w", name, err)
+	}
+	return updated, nil
+}
+
+// createNode creates node, then sets its addresses and Ready condition.
+func createNode(ctx context.Context, cs kubernetes.Interface, node *v1.Node, addrs []v1.NodeAddress, ready bool) (*v1.Node, error) {
+	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	updated, err := updateStatus(ctx, cs, node.Name, func(n *v1.Node) {
 		n.Status.Addresses = addrs
 		setReady(n, ready)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("register node %s: status: %w", name, err)
+		return nil, fmt.Errorf("status: %w", err)
 	}
 	return updated, nil
 }
@@ -88,4 +97,29 @@ func setReady(node *v1.Node, ready bool) {
 		}
 	}
 	node.Status.Conditions = append(node.Status.Conditions, cond)
+}
+
+// CreateReadyNode creates a Node as it stands once initialized: without the
+// uninitialized taint, with the ips as InternalIP addresses, and Ready.
+func CreateReadyNode(ctx context.Context, cs kubernetes.Interface, name string, ips ...string) (*v1.Node, error) {
+	addrs := make([]v1.NodeAddress, 0, len(ips))
+	for _, ip := range ips {
+		addrs = append(addrs, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip})
+	}
+	updated, err := createNode(ctx, cs, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, addrs, true)
+	if err != nil {
+		return nil, fmt.Errorf("create node %s: %w", name, err)
+	}
+	return updated, nil
+}
+
+// Uninitialized reports whether a node still has the taint that the CCM
+// removes once it has initialized the node.
+func Uninitialized(n *v1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == cloudproviderapi.TaintExternalCloudProvider {
+			return true
+		}
+	}
+	return false
 }

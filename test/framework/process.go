@@ -5,6 +5,7 @@
 package framework
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -101,14 +102,29 @@ func (p *Process) Err() error {
 
 // Stop sends SIGTERM to the process group, then SIGKILL after grace.
 func (p *Process) Stop(grace time.Duration) {
+	_, _ = p.StopWithin(grace)
+}
+
+// ErrStopTimeout says that a process did not end within its time after
+// SIGTERM, and was killed.
+var ErrStopTimeout = errors.New("did not exit in time after SIGTERM")
+
+// StopWithin sends SIGTERM to the process group and waits up to limit for
+// the process to end; then it sends SIGKILL, waits, and returns
+// ErrStopTimeout. took is how long the process took to end after SIGTERM. A
+// process that has already ended is left alone.
+func (p *Process) StopWithin(limit time.Duration) (took time.Duration, err error) {
 	if p.Exited() {
-		return
+		return 0, nil
 	}
+	start := time.Now()
 	_ = syscall.Kill(-p.PID(), syscall.SIGTERM)
 	select {
 	case <-p.done:
-	case <-time.After(grace):
+		return time.Since(start), nil
+	case <-time.After(limit):
 		p.Kill()
+		return time.Since(start), fmt.Errorf("%s: %w (%s)", p.Name, ErrStopTimeout, limit)
 	}
 }
 
@@ -119,6 +135,36 @@ func (p *Process) Log() string {
 		return fmt.Sprintf("(no log: %v)", err)
 	}
 	return string(b)
+}
+
+// LogTail is the last n lines of the process's output so far.
+func (p *Process) LogTail(n int) string { return Tail(p.Log(), n) }
+
+// LogContains reports whether the process's output so far contains s,
+// ignoring case. It reads the log in chunks: a busy replica's log grows to
+// megabytes.
+func (p *Process) LogContains(s string) bool {
+	f, err := os.Open(p.LogPath)
+	if err != nil {
+		return false
+	}
+	defer func() { _ = f.Close() }()
+	want := bytes.ToLower([]byte(s))
+	buf := make([]byte, max(1<<20, 2*len(want)))
+	carry := 0
+	for {
+		n, err := f.Read(buf[carry:])
+		if bytes.Contains(bytes.ToLower(buf[:carry+n]), want) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		// Keep the tail, in case s spans two chunks.
+		keep := min(len(want), carry+n)
+		copy(buf, buf[carry+n-keep:carry+n])
+		carry = keep
+	}
 }
 
 // StopPID stops a process group by the PID recorded for it: SIGTERM, then
@@ -182,7 +228,7 @@ func waitFor(ctx context.Context, p *Process, interval time.Duration, check func
 			return nil
 		}
 		if p != nil && p.Exited() {
-			return fmt.Errorf("%s exited; its log %s ends with:\n%s", p.Name, p.LogPath, tail(p.Log(), 20))
+			return fmt.Errorf("%s exited; its log %s ends with:\n%s", p.Name, p.LogPath, p.LogTail(20))
 		}
 		select {
 		case <-ctx.Done():
@@ -224,7 +270,8 @@ func nameOf(p *Process) string {
 	return p.Name
 }
 
-func tail(s string, n int) string {
+// Tail is the last n lines of s.
+func Tail(s string, n int) string {
 	lines := 0
 	for i := len(s) - 1; i >= 0; i-- {
 		if s[i] == '\n' {

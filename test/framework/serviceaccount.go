@@ -29,3 +29,13 @@ func (cp *ControlPlane) ServiceAccountKubeconfig(ctx context.Context, namespace,
 	}
 	return path, nil
 }
+
+// LeastPrivilegeKubeconfig applies deploy/rbac.yaml and writes a kubeconfig
+// with nothing but the token of its ServiceAccount. Its Role allows one
+// leader-election lease name: cloud-controller-manager.
+func (cp *ControlPlane) LeastPrivilegeKubeconfig(ctx context.Context) (string, error) {
+	if _, err := cp.Kubectl(ctx, "apply", "-f", filepath.Join(RepoRoot(), "deploy", "rbac.yaml")); err != nil {
+		return "", err
+	}
+	return cp.ServiceAccountKubeconfig(ctx, "kube-system", "metal-cloud-controller-manager")
+}

@@ -9,7 +9,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/metal-ccm/metal-ccm/pkg/metal"
 	"github.com/metal-ccm/metal-ccm/test/framework"
@@ -36,19 +35,6 @@ const badServiceConfig = `loadBalancer:
 // eventSource is the component of the provider's own Events; the upstream
 // service controller records its own (SyncLoadBalancerFailed) besides.
 const eventSource = "metal-cloud-controller-manager"
-
-func ipv6Only(s *v1.Service) {
-	s.Spec.IPFamilyPolicy = ptr.To(v1.IPFamilyPolicySingleStack)
-	s.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol}
-}
-
-func withLoadBalancerIP(ip string) svcOpt {
-	return func(s *v1.Service) { s.Spec.LoadBalancerIP = ip } // deprecated upstream, still read
-}
-
-func localPolicy(s *v1.Service) {
-	s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
-}
 
 // providerEvents lists the provider's Events on a Service.
 func providerEvents(t *testing.T, ns, name string) []v1.Event {
@@ -79,46 +65,46 @@ func TestBadServicesAreRefusedAndDisturbNothing(t *testing.T) {
 	for _, g := range []struct {
 		name string
 		n    int
-		opts []svcOpt
+		opts []framework.ServiceOption
 	}{
 		{"good", 1, nil},
-		{"good-dual", 2, []svcOpt{dualStack}},
-		{"good-share", 1, []svcOpt{withAnnotation(string(metal.AnnotationSharingKey), "dns"), withPort(v1.ProtocolUDP, 53)}},
-		{"good-tiny-1", 1, []svcOpt{withAnnotation(string(metal.AnnotationPool), "tiny")}},
-		{"good-tiny-2", 1, []svcOpt{withAnnotation(string(metal.AnnotationPool), "tiny")}},
+		{"good-dual", 2, []framework.ServiceOption{framework.DualStack}},
+		{"good-share", 1, []framework.ServiceOption{framework.WithAnnotation(string(metal.AnnotationSharingKey), "dns"), framework.WithPort(v1.ProtocolUDP, 53)}},
+		{"good-tiny-1", 1, []framework.ServiceOption{framework.WithAnnotation(string(metal.AnnotationPool), "tiny")}},
+		{"good-tiny-2", 1, []framework.ServiceOption{framework.WithAnnotation(string(metal.AnnotationPool), "tiny")}},
 		// No protocol is refused: the provider only hands out addresses.
-		{"good-sctp", 1, []svcOpt{withPort(v1.ProtocolSCTP, 9899)}},
+		{"good-sctp", 1, []framework.ServiceOption{framework.WithPort(v1.ProtocolSCTP, 9899)}},
 	} {
 		good[g.name] = waitIPs(t, ns, createLB(t, ns, g.name, g.opts...).Name, g.n, 20*time.Second)
 	}
 	ips := string(metal.AnnotationLoadBalancerIPs)
 	pool := string(metal.AnnotationPool)
-	share := withAnnotation(string(metal.AnnotationSharingKey), "dns")
+	share := framework.WithAnnotation(string(metal.AnnotationSharingKey), "dns")
 
 	for _, tc := range []struct {
 		name, reason string
-		opts         []svcOpt
+		opts         []framework.ServiceOption
 	}{
-		{"ips-garbage", metal.ReasonInvalidAnnotation, []svcOpt{withAnnotation(ips, "not-an-ip")}},
-		{"ips-two-ipv4", metal.ReasonInvalidAnnotation, []svcOpt{withAnnotation(ips, "198.18.134.5,198.18.134.6")}},
-		{"ips-empty-item", metal.ReasonInvalidAnnotation, []svcOpt{withAnnotation(ips, "198.18.134.5,")}},
-		{"ips-zone", metal.ReasonInvalidAnnotation, []svcOpt{withAnnotation(ips, "fe80::1%eth0"), ipv6Only}},
-		{"ips-cidr", metal.ReasonInvalidAnnotation, []svcOpt{withAnnotation(ips, "198.18.134.0/29")}},
-		{"ips-family-not-asked", metal.ReasonInvalidAnnotation, []svcOpt{withAnnotation(ips, "2001:db8:134::5")}},
-		{"outside-pools", metal.ReasonIPNotInPool, []svcOpt{withAnnotation(ips, "198.18.150.1")}},
-		{"lbip-outside-pools", metal.ReasonIPNotInPool, []svcOpt{withLoadBalancerIP("198.18.150.2")}},
-		{"ip-of-another-pool", metal.ReasonIPNotInPool, []svcOpt{withAnnotation(ips, "198.18.134.5"), withAnnotation(pool, "tiny")}},
-		{"ip-taken", metal.ReasonIPInUse, []svcOpt{withAnnotation(ips, good["good"][0])}},
-		{"ip-taken-other-key", metal.ReasonIPInUse, []svcOpt{withAnnotation(string(metal.AnnotationSharingKey), "other"),
-			withPort(v1.ProtocolTCP, 53), withAnnotation(ips, good["good-share"][0])}},
-		{"port-clash", metal.ReasonSharingClash, []svcOpt{share, withPort(v1.ProtocolUDP, 53), withAnnotation(ips, good["good-share"][0])}},
-		{"policy-clash", metal.ReasonSharingClash, []svcOpt{share, withPort(v1.ProtocolTCP, 53), localPolicy,
-			withAnnotation(ips, good["good-share"][0])}},
-		{"unknown-pool", metal.ReasonUnknownPool, []svcOpt{withAnnotation(pool, "nope")}},
-		{"garbage-pool", metal.ReasonUnknownPool, []svcOpt{withAnnotation(pool, "../../Not A Name!")}},
-		{"pool-not-allowed", metal.ReasonPoolNotAllowed, []svcOpt{withAnnotation(pool, "elsewhere")}},
-		{"no-pool-for-family", metal.ReasonNoPoolForFamily, []svcOpt{withAnnotation(pool, "v4only"), ipv6Only}},
-		{"pool-exhausted", metal.ReasonPoolExhausted, []svcOpt{withAnnotation(pool, "tiny")}},
+		{"ips-garbage", metal.ReasonInvalidAnnotation, []framework.ServiceOption{framework.WithAnnotation(ips, "not-an-ip")}},
+		{"ips-two-ipv4", metal.ReasonInvalidAnnotation, []framework.ServiceOption{framework.WithAnnotation(ips, "198.18.134.5,198.18.134.6")}},
+		{"ips-empty-item", metal.ReasonInvalidAnnotation, []framework.ServiceOption{framework.WithAnnotation(ips, "198.18.134.5,")}},
+		{"ips-zone", metal.ReasonInvalidAnnotation, []framework.ServiceOption{framework.WithAnnotation(ips, "fe80::1%eth0"), framework.IPv6Only}},
+		{"ips-cidr", metal.ReasonInvalidAnnotation, []framework.ServiceOption{framework.WithAnnotation(ips, "198.18.134.0/29")}},
+		{"ips-family-not-asked", metal.ReasonInvalidAnnotation, []framework.ServiceOption{framework.WithAnnotation(ips, "2001:db8:134::5")}},
+		{"outside-pools", metal.ReasonIPNotInPool, []framework.ServiceOption{framework.WithAnnotation(ips, "198.18.150.1")}},
+		{"lbip-outside-pools", metal.ReasonIPNotInPool, []framework.ServiceOption{framework.WithLoadBalancerIP("198.18.150.2")}},
+		{"ip-of-another-pool", metal.ReasonIPNotInPool, []framework.ServiceOption{framework.WithAnnotation(ips, "198.18.134.5"), framework.WithAnnotation(pool, "tiny")}},
+		{"ip-taken", metal.ReasonIPInUse, []framework.ServiceOption{framework.WithAnnotation(ips, good["good"][0])}},
+		{"ip-taken-other-key", metal.ReasonIPInUse, []framework.ServiceOption{framework.WithAnnotation(string(metal.AnnotationSharingKey), "other"),
+			framework.WithPort(v1.ProtocolTCP, 53), framework.WithAnnotation(ips, good["good-share"][0])}},
+		{"port-clash", metal.ReasonSharingClash, []framework.ServiceOption{share, framework.WithPort(v1.ProtocolUDP, 53), framework.WithAnnotation(ips, good["good-share"][0])}},
+		{"policy-clash", metal.ReasonSharingClash, []framework.ServiceOption{share, framework.WithPort(v1.ProtocolTCP, 53), framework.Local,
+			framework.WithAnnotation(ips, good["good-share"][0])}},
+		{"unknown-pool", metal.ReasonUnknownPool, []framework.ServiceOption{framework.WithAnnotation(pool, "nope")}},
+		{"garbage-pool", metal.ReasonUnknownPool, []framework.ServiceOption{framework.WithAnnotation(pool, "../../Not A Name!")}},
+		{"pool-not-allowed", metal.ReasonPoolNotAllowed, []framework.ServiceOption{framework.WithAnnotation(pool, "elsewhere")}},
+		{"no-pool-for-family", metal.ReasonNoPoolForFamily, []framework.ServiceOption{framework.WithAnnotation(pool, "v4only"), framework.IPv6Only}},
+		{"pool-exhausted", metal.ReasonPoolExhausted, []framework.ServiceOption{framework.WithAnnotation(pool, "tiny")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			createLB(t, ns, tc.name, tc.opts...)
@@ -135,7 +121,7 @@ func TestBadServicesAreRefusedAndDisturbNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := ingressIPs(s); len(got) != 0 {
+			if got := framework.IngressIPs(s); len(got) != 0 {
 				t.Errorf("the refused Service got addresses %v", got)
 			}
 		})

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
-	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/metal-ccm/metal-ccm/test/framework"
 )
@@ -32,32 +31,12 @@ func writeConfig(t *testing.T, body string) string {
 // PID) when the test ends. Its log is printed when the test fails.
 func startCCM(t *testing.T, o framework.CCMOptions) *framework.CCM {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	if o.Name == "" {
 		o.Name = "ccm-" + strings.ToLower(t.Name())
 	}
 	lease := strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
 	o.Args = append([]string{"--leader-elect-resource-name", lease, "--node-monitor-period", "1s"}, o.Args...)
-	c, err := cp.StartCCM(ctx, o)
-	if err != nil {
-		t.Fatalf("start CCM: %v", err)
-	}
-	t.Cleanup(func() {
-		c.Stop(5 * time.Second)
-		if t.Failed() {
-			t.Logf("%s log (%s):\n%s", o.Name, c.LogPath, tailLines(c.Log(), 60))
-		}
-	})
-	return c
-}
-
-func tailLines(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return cp.StartCCMForTest(t, o)
 }
 
 // registerNode registers a node as a kubelet would and deletes it when the test ends.
@@ -75,15 +54,6 @@ func registerNode(t *testing.T, name string, ready bool, ips ...string) {
 	})
 }
 
-func tainted(n *v1.Node) bool {
-	for _, t := range n.Spec.Taints {
-		if t.Key == cloudproviderapi.TaintExternalCloudProvider {
-			return true
-		}
-	}
-	return false
-}
-
 // waitInitialized waits until the node has lost the uninitialized taint.
 func waitInitialized(t *testing.T, name string, timeout time.Duration) *v1.Node {
 	t.Helper()
@@ -94,7 +64,7 @@ func waitInitialized(t *testing.T, name string, timeout time.Duration) *v1.Node 
 			return false, nil //nolint:nilerr // keep polling through transient errors
 		}
 		node = n
-		return !tainted(n), nil
+		return !framework.Uninitialized(n), nil
 	})
 	if err != nil {
 		t.Fatalf("node %s not initialized within %s: %v (last seen: %+v)", name, timeout, err, node)

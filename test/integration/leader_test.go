@@ -18,11 +18,6 @@ const (
 	retryPeriod   = 500 * time.Millisecond
 )
 
-// leads reports whether a replica's log says it acquired the lease.
-func leads(c *framework.CCM) bool {
-	return strings.Contains(strings.ToLower(c.Log()), "successfully acquired lease")
-}
-
 func TestOnlyTheLeaderReconcilesAndAFollowerTakesOver(t *testing.T) {
 	cfg := writeConfig(t, "nodes:\n  discovery: {policy: Accept}\n")
 	args := []string{
@@ -36,11 +31,11 @@ func TestOnlyTheLeaderReconcilesAndAFollowerTakesOver(t *testing.T) {
 	var leader, follower *framework.CCM
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		switch {
-		case leads(a) && leads(b):
+		case a.Leads() && b.Leads():
 			t.Fatal("both replicas acquired the lease")
-		case leads(a):
+		case a.Leads():
 			leader, follower = a, b
-		case leads(b):
+		case b.Leads():
 			leader, follower = b, a
 		}
 		return leader != nil, nil
@@ -52,7 +47,7 @@ func TestOnlyTheLeaderReconcilesAndAFollowerTakesOver(t *testing.T) {
 	registerNode(t, "leader-1", true, "198.18.5.10")
 	waitInitialized(t, "leader-1", 30*time.Second)
 	if strings.Contains(follower.Log(), "leader-1") {
-		t.Errorf("the follower %s touched node leader-1:\n%s", follower.Name, tailLines(follower.Log(), 20))
+		t.Errorf("the follower %s touched node leader-1:\n%s", follower.Name, follower.LogTail(20))
 	}
 	if !strings.Contains(leader.Log(), "leader-1") {
 		t.Errorf("the leader %s did not log node leader-1", leader.Name)
@@ -61,7 +56,7 @@ func TestOnlyTheLeaderReconcilesAndAFollowerTakesOver(t *testing.T) {
 	killed := time.Now()
 	leader.Kill()
 	err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 3*leaseDuration, true, func(context.Context) (bool, error) {
-		return leads(follower), nil
+		return follower.Leads(), nil
 	})
 	took := time.Since(killed)
 	if err != nil {

@@ -34,100 +34,19 @@ func lbConfig(n int) string {
 // (call it after startCCM, so that this runs first), then the namespace.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	if len(name) > 50 {
-		name = name[:50]
-	}
-	name = strings.TrimRight(name, "-")
-	_, err := client.CoreV1().Namespaces().Create(context.Background(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		if l, err := client.CoreV1().Services(name).List(ctx, metav1.ListOptions{}); err == nil {
-			for _, s := range l.Items {
-				_ = client.CoreV1().Services(name).Delete(ctx, s.Name, metav1.DeleteOptions{})
-			}
-		}
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			l, err := client.CoreV1().Services(name).List(ctx, metav1.ListOptions{})
-			return err == nil && len(l.Items) == 0, nil
-		})
-		if err != nil {
-			t.Errorf("Services of %s were not released: %v", name, err)
-		}
-		_ = client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
-	})
-	return name
+	return framework.NewNamespace(t, client, framework.NamespaceName(t), framework.ReleaseServices(30*time.Second))
 }
 
-type svcOpt func(*v1.Service)
-
-func withAnnotation(k, v string) svcOpt {
-	return func(s *v1.Service) {
-		if s.Annotations == nil {
-			s.Annotations = map[string]string{}
-		}
-		s.Annotations[k] = v
-	}
-}
-
-func dualStack(s *v1.Service) {
-	s.Spec.IPFamilyPolicy = ptr.To(v1.IPFamilyPolicyRequireDualStack)
-	s.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
-}
-
-func withPort(proto v1.Protocol, port int32) svcOpt {
-	return func(s *v1.Service) {
-		s.Spec.Ports = []v1.ServicePort{{Name: strings.ToLower(string(proto)), Protocol: proto, Port: port}}
-	}
-}
-
-func createLB(t *testing.T, ns, name string, opts ...svcOpt) *v1.Service {
+// createLB creates a LoadBalancer Service of the test.
+func createLB(t *testing.T, ns, name string, opts ...framework.ServiceOption) *v1.Service {
 	t.Helper()
-	svc := &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1.ServiceSpec{
-			Type:     v1.ServiceTypeLoadBalancer,
-			Selector: map[string]string{"app": name},
-			Ports:    []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}},
-		},
-	}
-	for _, o := range opts {
-		o(svc)
-	}
-	created, err := client.CoreV1().Services(ns).Create(context.Background(), svc, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create service %s/%s: %v", ns, name, err)
-	}
-	return created
-}
-
-func ingressIPs(s *v1.Service) []string {
-	var out []string
-	for _, in := range s.Status.LoadBalancer.Ingress {
-		out = append(out, in.IP)
-	}
-	return out
+	return framework.CreateLoadBalancer(t, client, ns, name, opts...)
 }
 
 // waitIPs waits until the Service's status has n addresses and returns them.
 func waitIPs(t *testing.T, ns, name string, n int, timeout time.Duration) []string {
 	t.Helper()
-	var ips []string
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		s, err := client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil //nolint:nilerr // keep polling
-		}
-		ips = ingressIPs(s)
-		return len(ips) == n, nil
-	})
-	if err != nil {
-		t.Fatalf("service %s/%s: want %d addresses within %s, have %v", ns, name, n, timeout, ips)
-	}
-	return ips
+	return framework.WaitIngressIPs(t, client, ns, name, n, timeout)
 }
 
 // waitEvent waits for an Event with reason on the Service.
@@ -161,18 +80,18 @@ func TestLoadBalancerAllocation(t *testing.T) {
 	if !strings.HasPrefix(single[0], "198.18.100.") {
 		t.Errorf("single-stack address %v", single)
 	}
-	dual := waitIPs(t, ns, createLB(t, ns, "dual", dualStack).Name, 2, 20*time.Second)
+	dual := waitIPs(t, ns, createLB(t, ns, "dual", framework.DualStack).Name, 2, 20*time.Second)
 	if !strings.HasPrefix(dual[0], "198.18.100.") || !strings.HasPrefix(dual[1], "2001:db8:100::") {
 		t.Errorf("dual-stack addresses %v", dual)
 	}
-	req := waitIPs(t, ns, createLB(t, ns, "requested", withAnnotation("metal-ccm.io/load-balancer-ips", "198.18.101.2"),
-		withAnnotation("metal-ccm.io/pool", "tiny")).Name, 1, 20*time.Second)
+	req := waitIPs(t, ns, createLB(t, ns, "requested", framework.WithAnnotation("metal-ccm.io/load-balancer-ips", "198.18.101.2"),
+		framework.WithAnnotation("metal-ccm.io/pool", "tiny")).Name, 1, 20*time.Second)
 	if req[0] != "198.18.101.2" {
 		t.Errorf("requested address not given: %v", req)
 	}
 	// Sharing: same key, different ports.
-	s1 := waitIPs(t, ns, createLB(t, ns, "share-udp", withAnnotation("metal-ccm.io/sharing-key", "dns"), withPort(v1.ProtocolUDP, 53)).Name, 1, 20*time.Second)
-	s2 := waitIPs(t, ns, createLB(t, ns, "share-tcp", withAnnotation("metal-ccm.io/sharing-key", "dns"), withPort(v1.ProtocolTCP, 53)).Name, 1, 20*time.Second)
+	s1 := waitIPs(t, ns, createLB(t, ns, "share-udp", framework.WithAnnotation("metal-ccm.io/sharing-key", "dns"), framework.WithPort(v1.ProtocolUDP, 53)).Name, 1, 20*time.Second)
+	s2 := waitIPs(t, ns, createLB(t, ns, "share-tcp", framework.WithAnnotation("metal-ccm.io/sharing-key", "dns"), framework.WithPort(v1.ProtocolTCP, 53)).Name, 1, 20*time.Second)
 	if s1[0] != s2[0] {
 		t.Errorf("sharing key ignored: %v %v", s1, s2)
 	}
@@ -182,14 +101,14 @@ func TestLoadBalancerAllocation(t *testing.T) {
 	// Refusals, each with its Event.
 	for _, tc := range []struct {
 		name, reason string
-		opts         []svcOpt
+		opts         []framework.ServiceOption
 	}{
-		{"outside", "IPNotInPool", []svcOpt{withAnnotation("metal-ccm.io/load-balancer-ips", "198.18.150.1")}},
-		{"taken", "IPInUse", []svcOpt{withAnnotation("metal-ccm.io/load-balancer-ips", "198.18.101.2")}},
-		{"garbage", "InvalidAnnotation", []svcOpt{withAnnotation("metal-ccm.io/load-balancer-ips", "not-an-ip")}},
-		{"no-pool", "UnknownPool", []svcOpt{withAnnotation("metal-ccm.io/pool", "nope")}},
-		{"clash", "SharingClash", []svcOpt{withAnnotation("metal-ccm.io/sharing-key", "dns"), withPort(v1.ProtocolUDP, 53),
-			withAnnotation("metal-ccm.io/load-balancer-ips", s1[0])}},
+		{"outside", "IPNotInPool", []framework.ServiceOption{framework.WithAnnotation("metal-ccm.io/load-balancer-ips", "198.18.150.1")}},
+		{"taken", "IPInUse", []framework.ServiceOption{framework.WithAnnotation("metal-ccm.io/load-balancer-ips", "198.18.101.2")}},
+		{"garbage", "InvalidAnnotation", []framework.ServiceOption{framework.WithAnnotation("metal-ccm.io/load-balancer-ips", "not-an-ip")}},
+		{"no-pool", "UnknownPool", []framework.ServiceOption{framework.WithAnnotation("metal-ccm.io/pool", "nope")}},
+		{"clash", "SharingClash", []framework.ServiceOption{framework.WithAnnotation("metal-ccm.io/sharing-key", "dns"), framework.WithPort(v1.ProtocolUDP, 53),
+			framework.WithAnnotation("metal-ccm.io/load-balancer-ips", s1[0])}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			createLB(t, ns, tc.name, tc.opts...)
@@ -215,7 +134,7 @@ func TestLoadBalancerAllocation(t *testing.T) {
 func TestPoolExhaustionThenFreedAddress(t *testing.T) {
 	startCCM(t, framework.CCMOptions{CloudConfig: writeConfig(t, lbConfig(110))})
 	ns := newNamespace(t)
-	tiny := withAnnotation("metal-ccm.io/pool", "tiny")
+	tiny := framework.WithAnnotation("metal-ccm.io/pool", "tiny")
 	waitIPs(t, ns, createLB(t, ns, "a", tiny).Name, 1, 20*time.Second)
 	waitIPs(t, ns, createLB(t, ns, "b", tiny).Name, 1, 20*time.Second)
 	createLB(t, ns, "c", tiny)
@@ -235,7 +154,7 @@ func TestHandWrittenDuplicateIsFixedOnTheNewerService(t *testing.T) {
 	ns := newNamespace(t)
 	older := waitIPs(t, ns, createLB(t, ns, "older").Name, 1, 20*time.Second)
 	time.Sleep(1100 * time.Millisecond) // creation timestamps have second resolution
-	newer := createLB(t, ns, "newer", withAnnotation("metal-ccm.io/pool", "tiny"))
+	newer := createLB(t, ns, "newer", framework.WithAnnotation("metal-ccm.io/pool", "tiny"))
 	waitIPs(t, ns, newer.Name, 1, 20*time.Second)
 	// Write the older Service's address into the newer one's status by hand.
 	s, err := client.CoreV1().Services(ns).Get(context.Background(), "newer", metav1.GetOptions{})
@@ -252,7 +171,7 @@ func TestHandWrittenDuplicateIsFixedOnTheNewerService(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		ips := ingressIPs(s)
+		ips := framework.IngressIPs(s)
 		return len(ips) == 1 && ips[0] != older[0], nil
 	})
 	if err != nil {
@@ -262,7 +181,7 @@ func TestHandWrittenDuplicateIsFixedOnTheNewerService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ingressIPs(o); len(got) != 1 || got[0] != older[0] {
+	if got := framework.IngressIPs(o); len(got) != 1 || got[0] != older[0] {
 		t.Errorf("the older Service was touched: %v -> %v", older, got)
 	}
 }

@@ -16,10 +16,7 @@ import (
 // changes, addresses outside the pools are reported with an Event, and the
 // adopted addresses are never handed to another Service.
 func TestMigrationKeepsAddresses(t *testing.T) {
-	ns := "migration"
-	if _, err := client.CoreV1().Namespaces().Create(context.Background(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	ns := framework.NewNamespace(t, client, "migration")
 	// What the previous implementation left: Services with addresses in
 	// their status, one inside the new pool, one outside every pool.
 	adopted := map[string]string{"in-pool": "198.18.140.1", "outside": "198.18.149.9"}
@@ -56,7 +53,7 @@ func TestMigrationKeepsAddresses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := ingressIPs(s); len(got) != 1 || got[0] != ip {
+		if got := framework.IngressIPs(s); len(got) != 1 || got[0] != ip {
 			t.Errorf("%s: address changed from %s to %v", name, ip, got)
 		}
 		hasFinalizer := false

@@ -172,7 +172,7 @@ func TestDiscoveryRejectLeavesNodeTaintedWithEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !tainted(n) || n.Spec.ProviderID != "" {
+	if !framework.Uninitialized(n) || n.Spec.ProviderID != "" {
 		t.Errorf("rejected node was initialized: taints %v, providerID %q", n.Spec.Taints, n.Spec.ProviderID)
 	}
 }

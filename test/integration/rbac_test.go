@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
@@ -16,12 +15,7 @@ import (
 func TestLeastPrivilegeClusterRole(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out, err := cp.Kubectl(ctx, "apply", "-f", filepath.Join(framework.RepoRoot(), "deploy", "rbac.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log(out)
-	kubeconfig, err := cp.ServiceAccountKubeconfig(ctx, "kube-system", "metal-cloud-controller-manager")
+	kubeconfig, err := cp.LeastPrivilegeKubeconfig(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

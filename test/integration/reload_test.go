@@ -24,7 +24,7 @@ func TestConfigReload(t *testing.T) {
 	ccm := startCCM(t, framework.CCMOptions{CloudConfig: path})
 	ns := newNamespace(t)
 	waitIPs(t, ns, createLB(t, ns, "in-first").Name, 1, 20*time.Second)
-	createLB(t, ns, "wants-second", withAnnotation("metal-ccm.io/pool", "second"))
+	createLB(t, ns, "wants-second", framework.WithAnnotation("metal-ccm.io/pool", "second"))
 	waitEvent(t, ns, "wants-second", "UnknownPool")
 	time.Sleep(6 * time.Second) // past the service controller's first retry
 
@@ -50,7 +50,7 @@ func TestConfigReload(t *testing.T) {
 	if !strings.Contains(ccm.Log(), "Refused the changed cloud config") {
 		t.Error("no log line for the refused config")
 	}
-	got := waitIPs(t, ns, createLB(t, ns, "after-bad", withAnnotation("metal-ccm.io/pool", "second")).Name, 1, 20*time.Second)
+	got := waitIPs(t, ns, createLB(t, ns, "after-bad", framework.WithAnnotation("metal-ccm.io/pool", "second")).Name, 1, 20*time.Second)
 	if !strings.HasPrefix(got[0], "198.18.131.") {
 		t.Errorf("old config not in force after a refused reload: %v", got)
 	}

@@ -1,0 +1,87 @@
+package announcer
+
+import (
+	"net/netip"
+
+	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// serviceContribution computes the prefixes and next hops of a Service
+// (key namespace/name): its status addresses, with the eligible nodes (for
+// externalTrafficPolicy Local, those with a ready endpoint), capped.
+func (a *Announcer) serviceContribution(key string) map[netip.Prefix][]netip.Addr {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	svc, err := a.services.Services(ns).Get(name)
+	if err != nil || svc.DeletionTimestamp != nil || !a.serves(svc) {
+		return nil
+	}
+	hops4, hops6 := a.hops4, a.hops6
+	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal {
+		hops4, hops6 = hopLists(a.withReadyEndpoints(svc))
+	}
+	out := map[netip.Prefix][]netip.Addr{}
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		ip, err := netip.ParseAddr(in.IP)
+		if err != nil {
+			continue
+		}
+		ip = ip.Unmap()
+		hops := hops6
+		if ip.Is4() {
+			hops = hops4
+		}
+		p := netip.PrefixFrom(ip, ip.BitLen())
+		out[p] = capNextHops(p, hops, a.opts.MaxNextHops)
+	}
+	return out
+}
+
+// byService indexes EndpointSlices by "namespace/service".
+const byService = "metal-ccm.io/service"
+
+func serviceOfSlice(o any) ([]string, error) {
+	s, ok := o.(*discoveryv1.EndpointSlice)
+	if !ok || s.Labels[discoveryv1.LabelServiceName] == "" {
+		return nil, nil
+	}
+	return []string{s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName]}, nil
+}
+
+// slicesOf returns the EndpointSlices of a Service.
+func (a *Announcer) slicesOf(svc *v1.Service) []*discoveryv1.EndpointSlice {
+	objs, err := a.slices.ByIndex(byService, svc.Namespace+"/"+svc.Name)
+	if err != nil {
+		return nil
+	}
+	out := make([]*discoveryv1.EndpointSlice, 0, len(objs))
+	for _, o := range objs {
+		if s, ok := o.(*discoveryv1.EndpointSlice); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// withReadyEndpoints narrows the eligible nodes to those with a ready
+// endpoint of svc (externalTrafficPolicy Local): an endpoint on a node that
+// does not carry traffic adds nothing.
+func (a *Announcer) withReadyEndpoints(svc *v1.Service) map[string]nodeHops {
+	out := map[string]nodeHops{}
+	for _, s := range a.slicesOf(svc) {
+		for _, ep := range s.Endpoints {
+			ready := ep.Conditions.Ready == nil || *ep.Conditions.Ready
+			if !ready || ep.NodeName == nil {
+				continue
+			}
+			if h, ok := a.eligible[*ep.NodeName]; ok {
+				out[*ep.NodeName] = h
+			}
+		}
+	}
+	return out
+}
