@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/metal-ccm/metal-ccm/pkg/lbcontroller"
+	"github.com/metal-ccm/metal-ccm/pkg/metal"
 )
 
 // nodeFollower is implemented by providers whose load balancers follow the
@@ -23,6 +24,17 @@ import (
 type nodeFollower interface {
 	LoadBalancersFollowNodes() bool
 }
+
+// requeueTaker is implemented by providers that know when a Service they
+// refused may now be served (the metal provider: an address freed, a config
+// reload, a lost duplicate address). They are given pkg/lbcontroller's
+// Requeue, an in-process request for a sync that writes nothing to the
+// Service.
+type requeueTaker interface {
+	SetRequeue(requeue func(key string))
+}
+
+var _ requeueTaker = (*metal.Cloud)(nil) // the wiring below must not silently stop
 
 // controllerInitializers are upstream's controllers, with the service
 // controller started by startServiceController. Each runs until the leader
@@ -80,6 +92,11 @@ func startServiceController(initCtx app.ControllerInitContext, cfg *cloudconfig.
 			cfg.SharedInformers.Core().V1().Services(), cfg.ComponentConfig.KubeCloudShared.ClusterName)
 		if err != nil {
 			return nil, false, fmt.Errorf("start service controller: %w", err)
+		}
+		// Before Run, and before the informers start: no Service event
+		// reaches the provider before it can requeue.
+		if r, ok := balancer.(requeueTaker); ok {
+			r.SetRequeue(c.Requeue)
 		}
 		cmCtx.ControllerManagerMetrics.ControllerStarted("service")
 		go func() {

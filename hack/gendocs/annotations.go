@@ -6,33 +6,47 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/metal-ccm/metal-ccm/pkg/metal"
 )
 
-// annotation is one Service annotation and what its doc comment says.
-type annotation struct {
-	name, key, meaning, typ, def, example string
-}
+// annotation is one Service annotation as pkg/metal declares it.
+type annotation = metal.AnnotationDoc
 
 // reason is one Event reason.
 type reason struct{ name, value string }
 
-var (
-	typeRE    = regexp.MustCompile(`(?s)Type: (.*?)\.(?:\s|$)`)
-	exampleRE = regexp.MustCompile(`(?m)^Example: (.*)$`)
-)
-
-// loadAnnotations reads the constants of type Annotation and the Event
-// reasons (the string constants named Reason*) of pkg/metal/annotations.go.
-// Each annotation's comment must say its Type, Default and Example.
+// loadAnnotations returns the annotations pkg/metal declares (its
+// declarations are the one source of their names, types, defaults,
+// examples and meanings; this program is built from the same tree) and the
+// Event reasons: the string constants named Reason* of the file at path
+// (pkg/metal/annotations.go), parsed for their Go names. Each annotation
+// must have a type, default, example and meaning.
 func loadAnnotations(path string) ([]annotation, []reason, error) {
-	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments)
-	if err != nil {
-		return nil, nil, fmt.Errorf("parse %s: %w", path, err)
+	anns := metal.Annotations()
+	if len(anns) == 0 {
+		return nil, nil, fmt.Errorf("%s: no annotations declared", path)
 	}
-	var anns []annotation
+	for _, a := range anns {
+		if a.Type == "" || a.Default == "" || a.Example == "" || a.Meaning == "" {
+			return nil, nil, fmt.Errorf("annotation %s: its declaration must have a type, a default, an example and a meaning", a.Name)
+		}
+	}
+	reasons, err := loadReasons(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return anns, reasons, nil
+}
+
+// loadReasons reads the string constants named Reason* of a Go file.
+func loadReasons(path string) ([]reason, error) {
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", path, err)
+	}
 	var reasons []reason
 	for _, decl := range f.Decls {
 		gd, ok := decl.(*ast.GenDecl)
@@ -41,7 +55,7 @@ func loadAnnotations(path string) ([]annotation, []reason, error) {
 		}
 		for _, spec := range gd.Specs {
 			vs := spec.(*ast.ValueSpec)
-			if len(vs.Names) != 1 || len(vs.Values) != 1 {
+			if len(vs.Names) != 1 || len(vs.Values) != 1 || !strings.HasPrefix(vs.Names[0].Name, "Reason") {
 				continue
 			}
 			lit, ok := vs.Values[0].(*ast.BasicLit)
@@ -50,56 +64,21 @@ func loadAnnotations(path string) ([]annotation, []reason, error) {
 			}
 			value, err := strconv.Unquote(lit.Value)
 			if err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", vs.Names[0].Name, err)
+				return nil, fmt.Errorf("%s: %w", vs.Names[0].Name, err)
 			}
-			name := vs.Names[0].Name
-			if id, ok := vs.Type.(*ast.Ident); ok && id.Name == "Annotation" {
-				a, err := parseAnnotation(name, value, vs.Doc.Text())
-				if err != nil {
-					return nil, nil, err
-				}
-				anns = append(anns, a)
-			} else if strings.HasPrefix(name, "Reason") {
-				reasons = append(reasons, reason{name, value})
-			}
+			reasons = append(reasons, reason{vs.Names[0].Name, value})
 		}
 	}
-	if len(anns) == 0 {
-		return nil, nil, fmt.Errorf("%s: no constants of type Annotation", path)
+	if len(reasons) == 0 {
+		return nil, fmt.Errorf("%s: no Reason* constants", path)
 	}
-	return anns, reasons, nil
-}
-
-func parseAnnotation(name, key, doc string) (annotation, error) {
-	a := annotation{name: name, key: key}
-	var meaning []string
-	for _, line := range strings.Split(strings.TrimSpace(doc), "\n") {
-		switch {
-		case strings.HasPrefix(line, "Type: "):
-			if m := typeRE.FindStringSubmatch(line); m != nil {
-				a.typ = m[1]
-			}
-			if m := defaultRE.FindStringSubmatch(line); m != nil {
-				a.def = m[1]
-			}
-		case exampleRE.MatchString(line):
-			a.example = strings.Trim(exampleRE.FindStringSubmatch(line)[1], `"`)
-		default:
-			meaning = append(meaning, line)
-		}
-	}
-	a.meaning = oneLine(strings.Join(meaning, " "))
-	a.meaning = strings.TrimSpace(strings.TrimPrefix(a.meaning, name))
-	if a.typ == "" || a.def == "" || a.example == "" {
-		return a, fmt.Errorf("annotation %s: its comment must have a line \"Type: ... Default: ...\" and a line \"Example: ...\"", name)
-	}
-	return a, nil
+	return reasons, nil
 }
 
 func writeAnnotations(b *bytes.Buffer, anns []annotation, reasons []reason) {
 	b.WriteString("## Annotations\n\n| annotation | type | default | example | meaning |\n| --- | --- | --- | --- | --- |\n")
 	for _, a := range anns {
-		fmt.Fprintf(b, "| `%s` | %s | %s | `%s` | %s |\n", a.key, cell(a.typ), cell(a.def), cell(a.example), cell(a.meaning))
+		fmt.Fprintf(b, "| `%s` | %s | %s | `%s` | %s |\n", a.Name, cell(a.Type), cell(a.Default), cell(a.Example), cell(a.Meaning))
 	}
 	b.WriteString("\n## Event reasons\n\nThe reasons of the Events the provider records on Services. They are stable: alerts may match them.\n\n")
 	b.WriteString("| reason | constant |\n| --- | --- |\n")

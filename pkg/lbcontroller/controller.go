@@ -7,7 +7,9 @@
 // reasons, but watches no nodes: upstream's node sync costs Services x nodes
 // CPU per node event and keeps a node list per Service, work that such a
 // provider does not need. EnsureLoadBalancer is given no nodes, and the
-// status and finalizer are written together.
+// status and finalizer are written together. A provider that knows when a
+// refused Service may now be served asks for its sync with Requeue instead
+// of writing to the Service.
 package lbcontroller
 
 import (
@@ -19,7 +21,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -88,7 +89,7 @@ func New(balancer cloudprovider.LoadBalancer, client, events kubernetes.Interfac
 	}
 	reg, err := services.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(o any) {
-			if svc, ok := o.(*v1.Service); ok && (wantsLoadBalancer(svc) || needsCleanup(svc)) {
+			if svc, ok := o.(*v1.Service); ok && (WantsLoadBalancer(svc) || needsCleanup(svc)) {
 				c.enqueue(svc)
 			}
 		},
@@ -109,9 +110,16 @@ func New(balancer cloudprovider.LoadBalancer, client, events kubernetes.Interfac
 	return c, nil
 }
 
-func (c *Controller) enqueue(svc *v1.Service) { c.queue.Add(key(svc)) }
+func (c *Controller) enqueue(svc *v1.Service) { c.queue.Add(Key(svc)) }
 
-func key(svc *v1.Service) string { return svc.Namespace + "/" + svc.Name }
+// Requeue asks for a sync of the Service with this key (see Key) now, ahead
+// of any back-off. A provider calls it when what refused a Service may have
+// changed without the Service changing: an address was freed, the config was
+// reloaded, the Service lost an address another holds. The request is
+// in-process: nothing is written to the Service. A key of a Service that
+// wants no load balancer costs one sync that writes nothing; after Run
+// ends, Requeue does nothing.
+func (c *Controller) Requeue(key string) { c.queue.Add(key) }
 
 // Run syncs Services with the given number of workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
@@ -183,7 +191,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		// event brings the Service back here.
 		return nil
 	}
-	if needsCleanup(svc) || !wantsLoadBalancer(svc) || svc.DeletionTimestamp != nil {
+	if needsCleanup(svc) || !WantsLoadBalancer(svc) {
 		// (A Service being deleted without our finalizer gets none: it
 		// only waits for others' finalizers.)
 		err = c.cleanup(ctx, svc)
@@ -256,7 +264,7 @@ func (c *Controller) ensure(ctx context.Context, svc *v1.Service) error {
 	if err != nil {
 		return fmt.Errorf("update load balancer status and finalizer: %w", err)
 	}
-	c.wrote(key(got), got)
+	c.wrote(Key(got), got)
 	if !sameStatus {
 		c.recorder.Event(svc, v1.EventTypeNormal, ReasonEnsured, "Ensured load balancer")
 	}
@@ -279,33 +287,7 @@ func (c *Controller) cleanup(ctx context.Context, svc *v1.Service) error {
 	if _, err := servicehelper.PatchService(c.client.CoreV1(), svc, updated); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("clear load balancer status and finalizer: %w", err)
 	}
-	c.forget(key(svc))
+	c.forget(Key(svc))
 	c.recorder.Event(svc, v1.EventTypeNormal, ReasonDeleted, "Deleted load balancer")
 	return nil
-}
-
-// wantsLoadBalancer: upstream's rule (no class: the default implementation).
-func wantsLoadBalancer(svc *v1.Service) bool {
-	return svc.Spec.Type == v1.ServiceTypeLoadBalancer && svc.Spec.LoadBalancerClass == nil
-}
-
-// needsCleanup: the Service holds the finalizer and is being deleted or no
-// longer of type LoadBalancer.
-func needsCleanup(svc *v1.Service) bool {
-	return servicehelper.HasLBFinalizer(svc) && (svc.DeletionTimestamp != nil || svc.Spec.Type != v1.ServiceTypeLoadBalancer)
-}
-
-// needsSync reports whether a change may change the load balancer: what the
-// provider reads is the spec, the annotations and the status, and the
-// finalizer must be put back if someone removes it. Status writes of our
-// own come back here and cost one sync that writes nothing.
-func needsSync(old, cur *v1.Service) bool {
-	if !wantsLoadBalancer(old) && !wantsLoadBalancer(cur) {
-		return false
-	}
-	return old.UID != cur.UID ||
-		!equality.Semantic.DeepEqual(old.Spec, cur.Spec) ||
-		!equality.Semantic.DeepEqual(old.Annotations, cur.Annotations) ||
-		servicehelper.HasLBFinalizer(old) != servicehelper.HasLBFinalizer(cur) ||
-		!servicehelper.LoadBalancerStatusEqual(&old.Status.LoadBalancer, &cur.Status.LoadBalancer)
 }

@@ -166,7 +166,8 @@ func TestController(t *testing.T) {
 	})
 	eventually("DeletedLoadBalancer Event", func() bool { return slices.Contains(events(ReasonDeleted), "web") })
 
-	// The provider gives an address at last (a nudge is an annotation).
+	// The provider gives an address at last; a change of the Service brings
+	// it back (TestRequeue: without a change).
 	bal.mu.Lock()
 	delete(bal.refuse, "refused")
 	bal.mu.Unlock()
@@ -215,4 +216,44 @@ func TestNeedsSync(t *testing.T) {
 	if needsSync(np, np2) {
 		t.Error("a change of a Service that never wanted a load balancer needs a sync")
 	}
+}
+
+// TestRequeue: a refused Service is synced again at once when the provider
+// asks with Requeue, without any change of the Service and long before the
+// back-off (minRetryDelay) would bring it back.
+func TestRequeue(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cs := fake.NewClientset(lb("waiting"))
+	bal := &fakeBalancer{ips: map[string]string{}, refuse: map[string]error{"waiting": errNoAddress}}
+	f := informers.NewSharedInformerFactory(cs, 0)
+	c, err := New(bal, cs, cs, f.Core().V1().Services(), "cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Start(ctx.Done())
+	go c.Run(ctx, 1)
+
+	asked := func() int {
+		bal.mu.Lock()
+		defer bal.mu.Unlock()
+		return len(bal.nodes)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 5*time.Second, true,
+		func(context.Context) (bool, error) { return asked() == 1, nil }); err != nil {
+		t.Fatalf("waiting was not refused: %v", err)
+	}
+	bal.mu.Lock()
+	delete(bal.refuse, "waiting")
+	bal.mu.Unlock()
+	start := time.Now()
+	c.Requeue(Key(lb("waiting")))
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, minRetryDelay/2, true, func(ctx context.Context) (bool, error) {
+		s, err := cs.CoreV1().Services("ns").Get(ctx, "waiting", metav1.GetOptions{})
+		return err == nil && len(s.Status.LoadBalancer.Ingress) == 1 && servicehelper.HasLBFinalizer(s), nil
+	})
+	if err != nil {
+		t.Fatalf("no address within %s of Requeue: %v", minRetryDelay/2, err)
+	}
+	t.Logf("served %s after Requeue", time.Since(start).Round(time.Millisecond))
 }

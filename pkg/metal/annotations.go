@@ -1,36 +1,34 @@
 package metal
 
-// Annotation is a Service annotation the metal provider reads. The reference
-// in docs/reference/annotations.md is generated from these comments.
-type Annotation string
-
+// The Service annotations the metal provider reads. Each is declared once
+// below, with its value type, default, example and meaning: the provider
+// reads it only through that declaration (servicerequest.go), and
+// hack/gendocs writes docs/reference/annotations.md from Annotations. The
+// names are constants too, for those who write annotations (tests, tools).
 const (
-	// AnnotationLoadBalancerIPs asks for specific addresses instead of pool
-	// ones, at most one per IP family, each inside a pool the Service may use.
-	// Takes precedence over spec.loadBalancerIP.
-	// Type: comma-separated IP addresses. Default: none.
-	// Example: "198.18.100.10,2001:db8:100::10"
 	AnnotationLoadBalancerIPs Annotation = "metal-ccm.io/load-balancer-ips"
+	AnnotationPool            Annotation = "metal-ccm.io/pool"
+	AnnotationSharingKey      Annotation = "metal-ccm.io/sharing-key"
+)
 
-	// AnnotationPool takes addresses from the named pool only, even if that
-	// pool has autoAssign off. The pool must allow the Service.
-	// Type: pool name. Default: the first autoAssign pools that allow the Service.
-	// Example: "public"
-	AnnotationPool Annotation = "metal-ccm.io/pool"
-
-	// AnnotationSharingKey lets Services with the same key share one address,
-	// when their ports (protocol and number) do not clash and their traffic
-	// policies are equal (for Local, with equal selectors too).
-	// Type: string. Default: none (the address is the Service's alone).
-	// Example: "dns"
-	AnnotationSharingKey Annotation = "metal-ccm.io/sharing-key"
-
-	// AnnotationAllocationRetry is written by the provider, not by users: a
-	// new value makes the service controller try a pending Service again at
-	// once (an address was freed, or the Service lost a duplicate address).
-	// Type: RFC 3339 time. Default: none.
-	// Example: "2026-12-02T15:04:05Z"
-	AnnotationAllocationRetry Annotation = "metal-ccm.io/allocation-retry"
+var (
+	loadBalancerIPsAnnotation = declare(AnnotationLoadBalancerIPs, ipsPerFamily, AnnotationDoc{
+		Default: "none",
+		Example: "198.18.100.10,2001:db8:100::10",
+		Meaning: "Asks for specific addresses instead of pool ones, each of a family in spec.ipFamilies and inside a pool the Service may use. " +
+			"Takes precedence over spec.loadBalancerIP, which is read the same way.",
+	})
+	poolAnnotation = declare(AnnotationPool, text("pool name"), AnnotationDoc{
+		Default: "the first autoAssign pools that allow the Service",
+		Example: "public",
+		Meaning: "Takes addresses from the named pool only, even if that pool has autoAssign off. The pool must allow the Service.",
+	})
+	sharingKeyAnnotation = declare(AnnotationSharingKey, text("string"), AnnotationDoc{
+		Default: "none (the address is the Service's alone)",
+		Example: "dns",
+		Meaning: "Lets Services with the same key share one address, when their ports (protocol and number) do not clash " +
+			"and their traffic policies are equal (for Local, with equal selectors too).",
+	})
 )
 
 // Event reasons on Services. They are stable: alerts may match them.

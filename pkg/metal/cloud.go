@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -43,14 +43,10 @@ func init() {
 type Cloud struct {
 	state     atomic.Pointer[state]
 	recorder  atomic.Pointer[record.EventRecorder]
-	client    atomic.Pointer[clientHolder]
 	lb        *lbState
 	backends  atomic.Pointer[backends]
 	announcer atomic.Pointer[announcer.Announcer]
 }
-
-// clientHolder keeps the leader's client, for nudges.
-type clientHolder = kubernetes.Interface
 
 // state is everything derived from one config, swapped as a whole.
 type state struct {
@@ -122,16 +118,14 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	var rec record.EventRecorder = bc.NewRecorder(scheme.Scheme, v1.EventSource{Component: eventComponent})
 	c.recorder.Store(&rec)
-	ch := client
-	c.client.Store(&ch)
 	go func() {
 		<-ctx.Done()
 		bc.Shutdown()
 	}()
 }
 
-// eventf records an Event when the recorder is running.
-func (c *Cloud) eventf(obj *v1.Node, eventType, reason, format string, args ...any) {
+// eventf records an Event on a Node or a Service when the recorder is running.
+func (c *Cloud) eventf(obj runtime.Object, eventType, reason, format string, args ...any) {
 	if rec := c.recorder.Load(); rec != nil {
 		(*rec).Eventf(obj, eventType, reason, format, args...)
 	}

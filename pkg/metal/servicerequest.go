@@ -4,31 +4,28 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/metal-ccm/metal-ccm/pkg/ipam"
+	"github.com/metal-ccm/metal-ccm/pkg/lbcontroller"
 )
 
-// ErrInvalidAnnotation marks a Service annotation or field that cannot be read.
-var ErrInvalidAnnotation = errors.New("invalid annotation")
-
-// wantsLoadBalancer reports whether this provider serves the Service: type
-// LoadBalancer, no loadBalancerClass (others' classes are left alone), not
-// being deleted.
-func wantsLoadBalancer(svc *v1.Service) bool {
-	return svc.Spec.Type == v1.ServiceTypeLoadBalancer && svc.Spec.LoadBalancerClass == nil && svc.DeletionTimestamp == nil
-}
-
-func serviceKey(svc *v1.Service) string { return svc.Namespace + "/" + svc.Name }
+// wantsLoadBalancer reports whether this provider serves the Service. It is
+// the service controller's rule (type LoadBalancer, no class, not being
+// deleted): the allocator and the announcer serve exactly the Services the
+// controller ensures, and free what a Service being deleted held.
+func wantsLoadBalancer(svc *v1.Service) bool { return lbcontroller.WantsLoadBalancer(svc) }
 
 // owner describes a Service to the allocator.
 func owner(svc *v1.Service) ipam.Owner {
+	sharingKey, _, _ := sharingKeyAnnotation.Parse(svc) // any text is a key
 	o := ipam.Owner{
-		Key:        serviceKey(svc),
-		SharingKey: svc.Annotations[string(AnnotationSharingKey)],
+		// The service controller's key: Services waiting in the allocator
+		// are requeued by it.
+		Key:        lbcontroller.Key(svc),
+		SharingKey: sharingKey,
 		Compat:     string(svc.Spec.ExternalTrafficPolicy),
 		Created:    svc.CreationTimestamp.Time,
 	}
@@ -54,11 +51,12 @@ func statusIPs(svc *v1.Service) []netip.Addr {
 
 // request reads what a Service asks for.
 func request(svc *v1.Service) (ipam.Request, error) {
+	pool, _, _ := poolAnnotation.Parse(svc) // any text: an unknown pool is UnknownPool
 	req := ipam.Request{
 		Owner:      owner(svc),
 		Namespace:  svc.Namespace,
 		Labels:     svc.Labels,
-		Pool:       svc.Annotations[string(AnnotationPool)],
+		Pool:       pool,
 		BestEffort: svc.Spec.IPFamilyPolicy != nil && *svc.Spec.IPFamilyPolicy == v1.IPFamilyPolicyPreferDualStack,
 	}
 	for _, f := range svc.Spec.IPFamilies {
@@ -88,29 +86,19 @@ func request(svc *v1.Service) (ipam.Request, error) {
 	return req, nil
 }
 
+// requestedIPs are the addresses a Service asks for: the annotation's, else
+// spec.loadBalancerIP's (deprecated upstream, still honoured), which reads
+// as the annotation does.
 func requestedIPs(svc *v1.Service) ([]netip.Addr, error) {
-	raw, source := svc.Annotations[string(AnnotationLoadBalancerIPs)], string(AnnotationLoadBalancerIPs)
-	if raw == "" {
-		raw, source = svc.Spec.LoadBalancerIP, "spec.loadBalancerIP" // still honoured, deprecated upstream
+	ips, ok, err := loadBalancerIPsAnnotation.Parse(svc)
+	if ok || err != nil {
+		return ips, err
 	}
-	if strings.TrimSpace(raw) == "" {
-		return nil, nil
+	ips, err = ipsPerFamily.parse(svc.Spec.LoadBalancerIP)
+	if err != nil {
+		return nil, invalid("spec.loadBalancerIP", err)
 	}
-	var out []netip.Addr
-	seen := map[ipam.Family]bool{}
-	for _, s := range strings.Split(raw, ",") {
-		ip, err := netip.ParseAddr(strings.TrimSpace(s))
-		if err != nil || ip.Zone() != "" {
-			return nil, fmt.Errorf("%s: %q is not an IP address: %w", source, strings.TrimSpace(s), ErrInvalidAnnotation)
-		}
-		ip = ip.Unmap()
-		if seen[ipam.FamilyOf(ip)] {
-			return nil, fmt.Errorf("%s: more than one %s address: %w", source, ipam.FamilyOf(ip), ErrInvalidAnnotation)
-		}
-		seen[ipam.FamilyOf(ip)] = true
-		out = append(out, ip)
-	}
-	return out, nil
+	return ips, nil
 }
 
 // reasonFor maps an allocation error to a stable Event reason.
@@ -135,7 +123,7 @@ func reasonFor(err error) string {
 	return ReasonAllocationFailed
 }
 
-// ingress turns addresses into a LoadBalancer status.
+// ingress turns addresses into a LoadBalancerStatus.
 func ingress(ips []netip.Addr) *v1.LoadBalancerStatus {
 	st := &v1.LoadBalancerStatus{}
 	vip := v1.LoadBalancerIPModeVIP

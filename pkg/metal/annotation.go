@@ -1,0 +1,81 @@
+package metal
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// ErrInvalidAnnotation marks a Service annotation or field that cannot be
+// read. reasonFor maps it to the InvalidAnnotation Event.
+var ErrInvalidAnnotation = errors.New("invalid annotation")
+
+// Annotation is the name of a Service annotation the metal provider reads.
+type Annotation string
+
+// AnnotationDoc is what docs/reference/annotations.md says about one
+// annotation. hack/gendocs writes the reference from Annotations, so that
+// the names, types and defaults there are those the code reads.
+type AnnotationDoc struct {
+	Name    Annotation
+	Type    string // the value's type, from its valueType
+	Default string // what holds when the annotation is unset or empty
+	Example string // a value the annotation accepts (a test reads it)
+	Meaning string
+}
+
+// typedAnnotation is a Service annotation whose value reads as a T. Each is
+// made by declare, in annotations.go: one declaration holds the name, how
+// the value reads, and what the reference says.
+type typedAnnotation[T any] struct {
+	doc   AnnotationDoc
+	parse func(raw string) (T, error)
+}
+
+// declared holds every declaration's doc, in the order the declarations
+// were initialized (which follows their dependencies, not only the source).
+var declared []AnnotationDoc
+
+// declare declares an annotation: its name, its value type and its doc
+// (Name and Type are filled in here). Call it only in the initializers of
+// package variables, so that Annotations lists every annotation.
+func declare[T any](name Annotation, typ valueType[T], doc AnnotationDoc) typedAnnotation[T] {
+	doc.Name, doc.Type = name, typ.name
+	declared = append(declared, doc)
+	return typedAnnotation[T]{doc: doc, parse: typ.parse}
+}
+
+// Annotations lists the Service annotations the provider reads, by name.
+func Annotations() []AnnotationDoc {
+	out := slices.Clone(declared)
+	slices.SortFunc(out, func(a, b AnnotationDoc) int { return strings.Compare(string(a.Name), string(b.Name)) })
+	return out
+}
+
+// Name is the annotation's name.
+func (a typedAnnotation[T]) Name() Annotation { return a.doc.Name }
+
+// Parse reads the annotation of a Service. An unset or empty annotation (as
+// `kubectl annotate svc name=` leaves it) is not set: ok is false and the
+// value T's zero. A value that cannot be read is an error that names the
+// annotation and wraps ErrInvalidAnnotation.
+func (a typedAnnotation[T]) Parse(svc *v1.Service) (value T, ok bool, err error) {
+	raw := svc.Annotations[string(a.doc.Name)]
+	if raw == "" {
+		return value, false, nil
+	}
+	v, err := a.parse(raw)
+	if err != nil {
+		return value, true, invalid(string(a.doc.Name), err)
+	}
+	return v, true, nil
+}
+
+// invalid says which annotation or field (source) cannot be read, and why.
+// Users see the message in the InvalidAnnotation Event.
+func invalid(source string, err error) error {
+	return fmt.Errorf("%s: %w: %w", source, err, ErrInvalidAnnotation)
+}
