@@ -189,8 +189,10 @@ func stayWithout(t *testing.T, lab *netlab.Lab, ip netip.Addr) {
 	}
 }
 
-// stayWith checks, for settle, that the router's kernel has exactly hops
-// for ip and its BGP table exactly one path per speaker and hop: nothing
+// stayWith waits until the router's BGP table has exactly one path per
+// speaker and hop for ip (a restarted speaker's paths come a moment after
+// its session, and stale ones go at its End-of-RIB), then checks, for
+// settle, that it keeps them and that the kernel has exactly hops: nothing
 // stale survives the restart.
 func stayWith(t *testing.T, lab *netlab.Lab, ip netip.Addr, speakers, hops []netip.Addr) {
 	t.Helper()
@@ -199,6 +201,15 @@ func stayWith(t *testing.T, lab *netlab.Lab, ip netip.Addr, speakers, hops []net
 	for _, s := range speakers {
 		for _, h := range hops {
 			want = append(want, s.String()+" via "+h.String())
+		}
+	}
+	var got []string
+	for deadline := time.Now().Add(sessionTimeout); ; time.Sleep(200 * time.Millisecond) {
+		if got = ribPaths(t, lab, ip); sameSet(got, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("BGP paths for %s after the restart: %v, want %v", ip, got, want)
 		}
 	}
 	for end := time.Now().Add(settle); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
