@@ -1,0 +1,143 @@
+package images
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// Module is this repository's module path, the prefix of the packages below.
+const Module = "github.com/metal-ccm/metal-ccm"
+
+// Options says what Build builds and where it writes it.
+type Options struct {
+	// Package is the main package: an import path of this module (then
+	// Dir may be any directory in it), or a "./" path relative to Dir.
+	Package string
+	// Ref names the image: a normalized reference with a tag, such as
+	// Ref("echo"). See checkRef.
+	Ref string
+	// Binary is the binary's absolute path in the image, also the entrypoint.
+	Binary string
+	// Out is the archive file to write (replaced if it exists).
+	Out string
+	// Dir is where go build runs: "" is the current directory.
+	Dir string
+	// Arch is the GOARCH of the binary and the image's platform: "" is the
+	// machine's.
+	Arch string
+}
+
+// Result is what Build wrote.
+type Result struct {
+	Path   string  // the archive
+	Ref    string  // the image's name once imported
+	Digest v1.Hash // the manifest's digest: what containerd stores as the image's target
+	ID     v1.Hash // the config's digest: the image ID crictl and the kubelet show
+}
+
+// Pause builds cmd/pause, the pod sandbox image (containerd's sandbox_image),
+// into out.
+func Pause(out string) Options {
+	return Options{Package: Module + "/test/images/cmd/pause", Ref: Ref("pause"), Binary: "/bin/pause", Out: out}
+}
+
+// Echo builds cmd/echo, the HTTP workload that answers with its pod's
+// identity, into out.
+func Echo(out string) Options {
+	return Options{Package: Module + "/test/images/cmd/echo", Ref: Ref("echo"), Binary: "/bin/echo", Out: out}
+}
+
+// CCM builds the cloud controller manager into out, as the Dockerfile does:
+// the same binary path, user and entrypoint, without distroless's files.
+func CCM(out string) Options {
+	const name = "metal-cloud-controller-manager"
+	return Options{Package: Module + "/cmd/" + name, Ref: Ref(name), Binary: "/usr/local/bin/" + name, Out: out}
+}
+
+// BuildCCM builds the cloud controller manager's image into out.
+func BuildCCM(ctx context.Context, out string) (Result, error) {
+	return Build(ctx, CCM(out))
+}
+
+// Build compiles opts.Package into a static Linux binary and writes a
+// single-platform OCI image archive of it to opts.Out: one layer holding only
+// the binary, run as User with the binary as entrypoint.
+func Build(ctx context.Context, opts Options) (Result, error) {
+	if err := opts.check(); err != nil {
+		return Result{}, fmt.Errorf("build image: %w", err)
+	}
+	arch := opts.Arch
+	if arch == "" {
+		arch = runtime.GOARCH
+	}
+	tmp, err := os.MkdirTemp("", "images-")
+	if err != nil {
+		return Result{}, fmt.Errorf("build image %s: %w", opts.Ref, err)
+	}
+	defer os.RemoveAll(tmp)
+
+	bin := filepath.Join(tmp, "bin")
+	if err := goBuild(ctx, opts.Dir, arch, opts.Package, bin); err != nil {
+		return Result{}, fmt.Errorf("build image %s: %w", opts.Ref, err)
+	}
+	res, err := pack(tmp, bin, arch, opts)
+	if err != nil {
+		return Result{}, fmt.Errorf("build image %s: %w", opts.Ref, err)
+	}
+	return res, nil
+}
+
+// pack writes the image of bin as opts say, using tmp for the layer and the
+// layout.
+func pack(tmp, bin, arch string, opts Options) (Result, error) {
+	layerPath := filepath.Join(tmp, "layer.tar")
+	if err := writeLayer(layerPath, bin, opts.Binary); err != nil {
+		return Result{}, err
+	}
+	img, err := newImage(layerPath, opts.Binary, arch, "go build "+opts.Package)
+	if err != nil {
+		return Result{}, err
+	}
+	dir := filepath.Join(tmp, "layout")
+	if err := writeLayout(dir, img, opts.Ref, arch); err != nil {
+		return Result{}, err
+	}
+	if err := tarDir(dir, opts.Out); err != nil {
+		return Result{}, err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return Result{}, err
+	}
+	id, err := img.ConfigName()
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Path: opts.Out, Ref: opts.Ref, Digest: digest, ID: id}, nil
+}
+
+// check rejects options Build cannot honour, before anything is compiled.
+func (o Options) check() error {
+	var errs []error
+	if o.Package == "" {
+		errs = append(errs, errors.New("no package"))
+	}
+	if o.Out == "" {
+		errs = append(errs, errors.New("no output file"))
+	}
+	if !path.IsAbs(o.Binary) || path.Clean(o.Binary) != o.Binary || strings.HasSuffix(o.Binary, "/") {
+		errs = append(errs, fmt.Errorf("binary path %q: not a clean absolute file path", o.Binary))
+	}
+	if err := checkRef(o.Ref); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
