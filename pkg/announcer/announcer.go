@@ -149,7 +149,7 @@ func (a *Announcer) serviceChanged(o any) {
 		return
 	}
 	a.mu.Lock()
-	a.dirtySvcs[svc.Namespace+"/"+svc.Name] = true
+	a.dirtySvcs[cache.MetaObjectToName(svc).String()] = true
 	a.mu.Unlock()
 	a.kick()
 }
@@ -167,7 +167,7 @@ func (a *Announcer) sliceChanged(o any) {
 		return
 	}
 	a.mu.Lock()
-	a.dirtySvcs[s.Namespace+"/"+name] = true
+	a.dirtySvcs[cache.NewObjectName(s.Namespace, name).String()] = true
 	a.mu.Unlock()
 	a.kick()
 }
@@ -223,7 +223,7 @@ func (a *Announcer) sync(ctx context.Context) bool {
 			// Services not yet announced may become announceable.
 			if all, err := a.services.List(labels.Everything()); err == nil {
 				for _, s := range all {
-					dirty[s.Namespace+"/"+s.Name] = true
+					dirty[cache.MetaObjectToName(s).String()] = true
 				}
 			}
 		}

@@ -49,12 +49,12 @@ func serviceOfSlice(o any) ([]string, error) {
 	if !ok || s.Labels[discoveryv1.LabelServiceName] == "" {
 		return nil, nil
 	}
-	return []string{s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName]}, nil
+	return []string{cache.NewObjectName(s.Namespace, s.Labels[discoveryv1.LabelServiceName]).String()}, nil
 }
 
 // slicesOf returns the EndpointSlices of a Service.
 func (a *Announcer) slicesOf(svc *v1.Service) []*discoveryv1.EndpointSlice {
-	objs, err := a.slices.ByIndex(byService, svc.Namespace+"/"+svc.Name)
+	objs, err := a.slices.ByIndex(byService, cache.MetaObjectToName(svc).String())
 	if err != nil {
 		return nil
 	}
