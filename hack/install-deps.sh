@@ -6,29 +6,43 @@ command -v go >/dev/null || { echo "Go 1.26 is required (https://go.dev/dl)"; ex
 
 # The BGP tests (pkg/bgp, test/netlab) run a real router in network
 # namespaces: BIRD 2, and FRR for the tests that run against both; they skip
-# without root or without the router.
-install_routers() {
-	local pkgs=()
+# without root or without the router. The real-node tests (test/e2e,
+# test/framework/realnode.go) run a containerd, kubelet and kube-proxy per
+# node namespace: containerd (with ctr), runc, the CNI bridge and host-local
+# plugins (/usr/lib/cni), nftables (kube-proxy's mode), conntrack (kube-proxy
+# flushes entries with it) and socat (relays the API server into the node
+# namespaces). kubelet and kube-proxy themselves come from hack/build.sh.
+missing_packages() {
 	if ! command -v bird >/dev/null && [ ! -x /usr/sbin/bird ]; then
-		pkgs+=(bird2 iproute2 curl)
+		echo bird2 iproute2 curl
 	fi
-	if [ ! -x /usr/lib/frr/bgpd ]; then
-		pkgs+=(frr)
-	fi
+	[ -x /usr/lib/frr/bgpd ] || echo frr
+	command -v containerd >/dev/null || echo containerd
+	command -v runc >/dev/null || echo runc
+	[ -x /usr/lib/cni/bridge ] || [ -x /opt/cni/bin/bridge ] || echo containernetworking-plugins
+	command -v nft >/dev/null || echo nftables
+	command -v conntrack >/dev/null || echo conntrack
+	command -v socat >/dev/null || echo socat
+}
+
+install_packages() {
+	local pkgs
+	read -r -a pkgs <<<"$(missing_packages | tr '\n' ' ')"
 	[ "${#pkgs[@]}" -gt 0 ] || return 0
 
-	# The tests run their own FRR daemons (own config, sockets and
-	# namespace), never the system's FRR service: keep the package's init
-	# script from starting one, unless a policy-rc.d already decides.
+	# The tests run their own FRR daemons and containerds (own config,
+	# sockets and namespace), never the system's services: keep the
+	# packages' init scripts from starting them, unless a policy-rc.d
+	# already decides.
 	local policy=/usr/sbin/policy-rc.d
 	if [ ! -e "$policy" ]; then
 		printf '#!/bin/sh\nexit 101\n' >"$policy"
 		chmod 755 "$policy"
 		trap 'rm -f /usr/sbin/policy-rc.d' EXIT
 	fi
-	echo "Installing ${pkgs[*]} for the BGP tests ..."
-	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "${pkgs[@]}"
+	echo "Installing ${pkgs[*]} for the BGP and real-node tests ..."
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" >/dev/null
 }
 if [ "$(id -u)" -eq 0 ]; then
-	install_routers
+	install_packages
 fi
