@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the control-plane binaries pinned in hack/tools/go.mod (etcd,
-# kube-apiserver, kube-controller-manager, kubectl) and this repository's
+# kube-apiserver, kube-controller-manager, kubectl, and kubelet and
+# kube-proxy for the real-node tests) and this repository's
 # binaries into _output/bin. The control-plane build is skipped while its
 # inputs are unchanged (the stamp holds their hash), so a second run is fast.
 set -euo pipefail
@@ -10,10 +11,12 @@ mkdir -p "$bin"
 
 # shellcheck source=lib/pinned.sh
 . "$root/hack/lib/pinned.sh"
-BINARIES="etcd kube-apiserver kube-controller-manager kubectl" build_pinned tools "$root/hack/tools" -- -o "$bin/" \
+BINARIES="etcd kube-apiserver kube-controller-manager kubectl kubelet kube-proxy" build_pinned tools "$root/hack/tools" -- -o "$bin/" \
   k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kubectl \
+  k8s.io/kubernetes/cmd/kubelet \
+  k8s.io/kubernetes/cmd/kube-proxy \
   ./etcd -- "$root/hack/tools/etcd/main.go"
 
 # Helm, for the chart's test and the generated manifests (its own tools module).

@@ -9,9 +9,10 @@ command -v go >/dev/null || { echo "Go 1.26 is required (https://go.dev/dl)"; ex
 # without root or without the router. The real-node tests (test/e2e,
 # test/framework/realnode.go) run a containerd, kubelet and kube-proxy per
 # node namespace: containerd (with ctr), runc, the CNI bridge and host-local
-# plugins (/usr/lib/cni), nftables (kube-proxy's mode), conntrack (kube-proxy
-# flushes entries with it) and socat (relays the API server into the node
-# namespaces). kubelet and kube-proxy themselves come from hack/build.sh.
+# plugins (/usr/lib/cni) and nftables (kube-proxy's mode runs nft). The test
+# process relays the API server into the node namespaces itself, and
+# kube-proxy clears conntrack entries over netlink: no socat, no conntrack.
+# kubelet and kube-proxy themselves come from hack/build.sh.
 missing_packages() {
 	if ! command -v bird >/dev/null && [ ! -x /usr/sbin/bird ]; then
 		echo bird2 iproute2 curl
@@ -21,8 +22,6 @@ missing_packages() {
 	command -v runc >/dev/null || echo runc
 	[ -x /usr/lib/cni/bridge ] || [ -x /opt/cni/bin/bridge ] || echo containernetworking-plugins
 	command -v nft >/dev/null || echo nftables
-	command -v conntrack >/dev/null || echo conntrack
-	command -v socat >/dev/null || echo socat
 }
 
 install_packages() {
