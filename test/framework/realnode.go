@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -229,7 +228,7 @@ func (n *RealNode) processes() []*Process {
 // slice; the API server's certificate is for 127.0.0.1, so TLS verification
 // holds).
 func (n *RealNode) relayAPIServer(cp *ControlPlane) (string, error) {
-	ln, err := listenInNetNS(n.NetNS, "tcp", "127.0.0.1:6443")
+	ln, err := ListenInNetNS(n.NetNS, "tcp", "127.0.0.1:6443")
 	if err != nil {
 		return "", fmt.Errorf("real node %s: API relay: %w", n.Name, err)
 	}
@@ -266,57 +265,12 @@ func relayConn(c net.Conn, target string) {
 	<-done
 }
 
-// listenInNetNS listens on addr inside network namespace ns (under
-// /run/netns). The socket stays in ns; the thread that made it is thrown
-// away if it cannot return to its own namespace.
-func listenInNetNS(ns, network, addr string) (net.Listener, error) {
-	type result struct {
-		ln  net.Listener
-		err error
-	}
-	res := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		self, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			res <- result{err: err}
-			return
-		}
-		defer func() { _ = self.Close() }()
-		target, err := os.Open(filepath.Join("/run/netns", ns)) //nolint:gosec // a namespace of the test's lab
-		if err != nil {
-			runtime.UnlockOSThread()
-			res <- result{err: err}
-			return
-		}
-		defer func() { _ = target.Close() }()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			res <- result{err: err}
-			return
-		}
-		ln, lerr := net.Listen(network, addr)
-		if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
-			if ln != nil {
-				_ = ln.Close()
-			}
-			res <- result{err: fmt.Errorf("leave %s: %w", ns, err)} // the thread stays locked and ends
-			return
-		}
-		runtime.UnlockOSThread()
-		res <- result{ln: ln, err: lerr}
-	}()
-	r := <-res
-	return r.ln, r.err
-}
-
 // httpOK reports whether url, fetched from the node's namespace, answers 200.
 func (n *RealNode) httpOK(ctx context.Context, url string) bool {
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
 		DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return dialInNetNS(ctx, n.NetNS, network, addr)
+			return DialInNetNS(ctx, n.NetNS, network, addr)
 		},
 	}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -337,7 +291,7 @@ func (n *RealNode) Get(ctx context.Context, url string) (string, error) {
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return dialInNetNS(ctx, n.NetNS, network, addr)
+			return DialInNetNS(ctx, n.NetNS, network, addr)
 		},
 	}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -357,49 +311,6 @@ func (n *RealNode) Get(ctx context.Context, url string) (string, error) {
 		return string(b), fmt.Errorf("get %s from %s: %s", url, n.Name, resp.Status)
 	}
 	return string(b), nil
-}
-
-// dialInNetNS dials from network namespace ns.
-func dialInNetNS(ctx context.Context, ns, network, addr string) (net.Conn, error) {
-	type result struct {
-		c   net.Conn
-		err error
-	}
-	res := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		self, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			res <- result{err: err}
-			return
-		}
-		defer func() { _ = self.Close() }()
-		target, err := os.Open(filepath.Join("/run/netns", ns)) //nolint:gosec // a namespace of the test's lab
-		if err != nil {
-			runtime.UnlockOSThread()
-			res <- result{err: err}
-			return
-		}
-		defer func() { _ = target.Close() }()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			res <- result{err: err}
-			return
-		}
-		c, derr := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
-			if c != nil {
-				_ = c.Close()
-			}
-			res <- result{err: fmt.Errorf("leave %s: %w", ns, err)}
-			return
-		}
-		runtime.UnlockOSThread()
-		res <- result{c: c, err: derr}
-	}()
-	r := <-res
-	return r.c, r.err
 }
 
 // Usage is the resource use of the node's own processes: containerd, the

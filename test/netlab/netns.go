@@ -2,59 +2,20 @@ package netlab
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
-	"os"
-	"path/filepath"
-	"runtime"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/metal-ccm/metal-ccm/test/framework"
 )
 
-// RunInNamespace runs fn on an OS thread that has entered network namespace
-// ns, then returns the thread to its own namespace. Sockets that fn creates
-// belong to ns and keep working afterwards, from any goroutine; goroutines
-// that fn starts do not run in ns. If the thread cannot be switched back it
-// is thrown away.
+// RunInNamespace runs fn in network namespace ns (framework.RunInNetNS).
 func (l *Lab) RunInNamespace(ns string, fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		// No deferred unlock: a thread left in ns must end with this goroutine.
-		self, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("netlab enter %s: %w", ns, err)
-			return
-		}
-		defer func() { _ = self.Close() }()
-		target, err := os.Open(filepath.Join("/run/netns", ns)) //nolint:gosec // a namespace of this lab
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("netlab enter %s: %w", ns, err)
-			return
-		}
-		defer func() { _ = target.Close() }()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("netlab enter %s: %w", ns, err)
-			return
-		}
-		fnErr := fn()
-		if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- errors.Join(fnErr, fmt.Errorf("netlab leave %s: %w", ns, err))
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- fnErr
-	}()
-	return <-errc
+	return framework.RunInNetNS(ns, fn)
 }
 
 // AddLoopbackVIP adds ip as a /32 or /128 to the lo of node i, so the node
@@ -140,12 +101,6 @@ func (l *Lab) ClientGet(ctx context.Context, rawURL string) (string, error) {
 // namespace ns.
 func (l *Lab) DialContextIn(ns string) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		var conn net.Conn
-		err := l.RunInNamespace(ns, func() error {
-			var err error
-			conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-			return err
-		})
-		return conn, err
+		return framework.DialInNetNS(ctx, ns, network, addr)
 	}
 }
