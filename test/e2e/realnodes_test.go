@@ -186,16 +186,25 @@ func TestRealNodes(t *testing.T) {
 		}
 		waitRoute(t, lab, vip, lab.NodeAddrs(netlab.IPv4)...)
 		start := time.Now()
+		// Each node's kube-proxy programs the Service on its own sync; until
+		// every one has, a connection the router sends to a node that has
+		// not yet is rejected there. Wait for ten answers in a row (new
+		// connections, spread over the nodes by the router's ECMP hash).
 		var body string
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		inARow := 0
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 			var err error
-			body, err = lab.ClientGet(ctx, netlab.VIPURL(vip))
-			return err == nil, nil
+			if body, err = lab.ClientGet(ctx, netlab.VIPURL(vip)); err != nil {
+				inARow = 0
+				return false, nil
+			}
+			inARow++
+			return inARow >= 10, nil
 		})
 		if err != nil {
-			t.Fatalf("%s does not answer from the client: %v", vip, err)
+			t.Fatalf("%s does not answer from the client ten times in a row: %v", vip, err)
 		}
-		t.Logf("%s answered %.1fs after its route: %s", vip, time.Since(start).Seconds(), body)
+		t.Logf("%s answered ten times in a row %.1fs after its route: %s", vip, time.Since(start).Seconds(), body)
 		pods := map[string]int{}
 		for range 20 {
 			body, err := lab.ClientGet(ctx, netlab.VIPURL(vip))
