@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the control-plane binaries pinned in hack/tools/go.mod (etcd,
-# kube-apiserver, kube-controller-manager, kubectl, and kubelet and
+# kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, and kubelet and
 # kube-proxy for the real-node tests) and this repository's
 # binaries into _output/bin. The control-plane build is skipped while its
 # inputs are unchanged (the stamp holds their hash), so a second run is fast.
@@ -11,9 +11,10 @@ mkdir -p "$bin"
 
 # shellcheck source=lib/pinned.sh
 . "$root/hack/lib/pinned.sh"
-BINARIES="etcd kube-apiserver kube-controller-manager kubectl kubelet kube-proxy" build_pinned tools "$root/hack/tools" -- -o "$bin/" \
+BINARIES="etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy" build_pinned tools "$root/hack/tools" -- -o "$bin/" \
   k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager \
+  k8s.io/kubernetes/cmd/kube-scheduler \
   k8s.io/kubernetes/cmd/kubectl \
   k8s.io/kubernetes/cmd/kubelet \
   k8s.io/kubernetes/cmd/kube-proxy \

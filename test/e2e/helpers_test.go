@@ -20,26 +20,7 @@ import (
 // IPv4 and IPv6 sessions from the replica's own source addresses.
 func ccmConfig(t *testing.T, lab *netlab.Lab, i int, pool4, pool6 string) string {
 	t.Helper()
-	body := fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
-kind: CloudConfig
-loadBalancer:
-  pools:
-  - name: default
-    addresses: [%s, %q]
-bgp:
-  asn: %d
-  peers:
-  - address: %s
-    asn: %d
-    localAddress: %s
-    holdTime: 9s
-  - address: %q
-    asn: %d
-    localAddress: %q
-    holdTime: 9s
-`, pool4, pool6, netlab.DefaultSpeakerASN,
-		netlab.RouterAddr(netlab.IPv4), netlab.DefaultRouterASN, lab.SpeakerAddrs(netlab.IPv4)[i],
-		netlab.RouterAddr(netlab.IPv6), netlab.DefaultRouterASN, lab.SpeakerAddrs(netlab.IPv6)[i])
+	body := lab.CloudConfig(i, pool4, pool6)
 	p := filepath.Join(t.TempDir(), fmt.Sprintf("cloud-config-%d.yaml", i))
 	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
@@ -120,12 +101,7 @@ func waitRoute(t *testing.T, lab *netlab.Lab, ip netip.Addr, hops ...netip.Addr)
 // p (none: no route).
 func waitPrefix(t *testing.T, lab *netlab.Lab, p netip.Prefix, hops ...netip.Addr) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := lab.WaitRoute(ctx, p, hops); err != nil {
-		r, _, _ := lab.Route(p)
-		t.Fatalf("route %s: want next hops %v, router has %v: %v", p, hops, r.NextHops, err)
-	}
+	lab.RequireRoute(t, p, hops...)
 }
 
 // waitEstablished waits up to timeout until the router's sessions with the

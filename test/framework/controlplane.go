@@ -43,6 +43,13 @@ type Options struct {
 	ClusterCIDR string
 	// APIServerArgs are extra kube-apiserver flags.
 	APIServerArgs []string
+	// RealNodes makes the control plane of a cluster with real kubelets
+	// (StartRealNode): kube-controller-manager (KCM is implied) with its
+	// node-lifecycle controller, which taints nodes not-ready and marks a
+	// node whose kubelet stopped NotReady after NodeMonitorGracePeriod, and
+	// kube-scheduler. The API server reaches kubelets on their InternalIP
+	// (kubectl logs, exec).
+	RealNodes bool
 }
 
 // ControlPlane is a running etcd and kube-apiserver, and optionally a
@@ -52,7 +59,7 @@ type ControlPlane struct {
 	URL             string
 	AdminKubeconfig string
 	Etcd, APIServer *Process
-	KCM             *Process
+	KCM, Scheduler  *Process
 	adminToken      string
 	caFile          string
 	etcdURL         string
@@ -85,8 +92,13 @@ func StartControlPlane(ctx context.Context, o Options) (cp *ControlPlane, err er
 	if err := cp.startAPIServer(ctx, o); err != nil {
 		return nil, err
 	}
-	if o.KCM {
+	if o.KCM || o.RealNodes {
 		if err := cp.StartKCM(ctx, o); err != nil {
+			return nil, err
+		}
+	}
+	if o.RealNodes {
+		if err := cp.startScheduler(ctx, o); err != nil {
 			return nil, err
 		}
 	}
@@ -164,6 +176,9 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, o Options) error {
 		"--service-cluster-ip-range", o.ServiceCIDR,
 		"--endpoint-reconciler-type", "none",
 	}
+	if o.RealNodes {
+		args = append(args, "--kubelet-preferred-address-types", "InternalIP,Hostname")
+	}
 	cp.APIServer, err = StartProcess("kube-apiserver", filepath.Join(o.Dir, "logs", "kube-apiserver.log"), o.Detach, bin,
 		append(args, o.APIServerArgs...)...)
 	if err != nil {
@@ -181,7 +196,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, o Options) error {
 
 // StartKCM starts kube-controller-manager with the node IPAM controller
 // allocating pod CIDRs from o.ClusterCIDR, and the controllers a cluster
-// without kubelets can run.
+// without kubelets can run (with o.RealNodes, every controller).
 func (cp *ControlPlane) StartKCM(ctx context.Context, o Options) error {
 	bin, err := Binary("kube-controller-manager")
 	if err != nil {
@@ -191,8 +206,16 @@ func (cp *ControlPlane) StartKCM(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	// No kubelet posts node status without real nodes: the
+	// node-lifecycle controller would turn every registered node NotReady
+	// after the grace period.
+	controllers := []string{"--controllers", "*,-node-lifecycle-controller"}
+	if o.RealNodes {
+		controllers = []string{"--controllers", "*",
+			"--node-monitor-period", "1s", "--node-monitor-grace-period", NodeMonitorGracePeriod.String()}
+	}
 	cp.KCM, err = StartProcess("kube-controller-manager", filepath.Join(o.Dir, "logs", "kube-controller-manager.log"), o.Detach, bin,
-		"--kubeconfig", cp.AdminKubeconfig,
+		append([]string{"--kubeconfig", cp.AdminKubeconfig,
 		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
 		"--cloud-provider", "external",
 		"--allocate-node-cidrs", "--cluster-cidr", o.ClusterCIDR,
@@ -200,16 +223,36 @@ func (cp *ControlPlane) StartKCM(ctx context.Context, o Options) error {
 		"--service-cluster-ip-range", o.ServiceCIDR,
 		"--service-account-private-key-file", filepath.Join(cp.Dir, "pki", "sa.key"),
 		"--root-ca-file", cp.caFile,
-		"--leader-elect=false",
-		// No kubelet posts node status here: without this the nodes would
-		// turn NotReady after the grace period.
-		"--controllers", "*,-node-lifecycle-controller")
+		"--leader-elect=false"}, controllers...)...)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	return waitHealthy(ctx, cp.KCM, "https://127.0.0.1:"+strconv.Itoa(port)+"/healthz", "")
+}
+
+// startScheduler starts kube-scheduler, for real nodes.
+func (cp *ControlPlane) startScheduler(ctx context.Context, o Options) error {
+	bin, err := Binary("kube-scheduler")
+	if err != nil {
+		return err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	cp.Scheduler, err = StartProcess("kube-scheduler", filepath.Join(o.Dir, "logs", "kube-scheduler.log"), o.Detach, bin,
+		"--kubeconfig", cp.AdminKubeconfig,
+		"--authentication-kubeconfig", cp.AdminKubeconfig, "--authorization-kubeconfig", cp.AdminKubeconfig,
+		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
+		"--leader-elect=false")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	return waitHealthy(ctx, cp.Scheduler, "https://127.0.0.1:"+strconv.Itoa(port)+"/healthz", "")
 }
 
 // WriteKubeconfig writes a kubeconfig for this API server with a bearer token.
@@ -255,7 +298,7 @@ func (cp *ControlPlane) Client() (kubernetes.Interface, error) {
 // Processes lists what is running, in the order it was started.
 func (cp *ControlPlane) Processes() []*Process {
 	var ps []*Process
-	for _, p := range []*Process{cp.Etcd, cp.APIServer, cp.KCM} {
+	for _, p := range []*Process{cp.Etcd, cp.APIServer, cp.KCM, cp.Scheduler} {
 		if p != nil {
 			ps = append(ps, p)
 		}
@@ -263,7 +306,8 @@ func (cp *ControlPlane) Processes() []*Process {
 	return ps
 }
 
-// Stop stops kube-controller-manager, kube-apiserver and etcd by PID.
+// Stop stops kube-scheduler, kube-controller-manager, kube-apiserver and
+// etcd by PID.
 func (cp *ControlPlane) Stop() {
 	ps := cp.Processes()
 	for i := len(ps) - 1; i >= 0; i-- {

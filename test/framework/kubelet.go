@@ -19,8 +19,14 @@ import (
 // the node's own cgroupRoot so that two kubelets never collect each other's
 // pod cgroups. The API server reaches no kubelet here, so the kubelet's own
 // API allows everything on the node's namespace only. Eviction thresholds
-// are low: the machine's disk and memory are shared with other tests.
+// are low: the machine's disk and memory are shared with other tests. The
+// node Lease is short (renewed every quarter of it), so that a killed kubelet
+// turns its node NotReady within seconds (NodeMonitorGracePeriod).
 func kubeletConfig(n *RealNode, o RealNodeOptions) string {
+	podCIDR := ""
+	if len(o.PodCIDRs) > 0 {
+		podCIDR = fmt.Sprintf("podCIDR: %q\n", strings.Join(o.PodCIDRs, ","))
+	}
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
@@ -28,8 +34,7 @@ cgroupDriver: cgroupfs
 cgroupRoot: %[1]q
 cgroupsPerQOS: true
 containerRuntimeEndpoint: %[2]q
-podCIDR: %[3]q
-address: %[4]q
+%[3]saddress: %[4]q
 port: 10250
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
@@ -55,7 +60,10 @@ evictionHard:
   nodefs.inodesFree: 1%%
 localStorageCapacityIsolation: false
 maxPods: 20
-`, n.cgroupRoot, "unix://"+containerdSocket(n.Dir), strings.Join(o.PodCIDRs, ","), o.NodeIPs[0])
+podLogsDir: %[5]q
+nodeLeaseDurationSeconds: %[6]d
+`, n.cgroupRoot, "unix://"+containerdSocket(n.Dir), podCIDR, o.NodeIPs[0],
+		n.PodLogsDir(), NodeLeaseDurationSeconds)
 }
 
 // kubeProxyConfig is a node's kube-proxy: nftables mode, its health check
@@ -79,6 +87,18 @@ conntrack:
   tcpCloseWaitTimeout: 0s
 `, n.Name, kubeconfig, o.ClusterCIDR)
 }
+
+// NodeLeaseDurationSeconds is the real nodes' Lease duration; the kubelet
+// renews it every quarter of that. NodeMonitorGracePeriod, the
+// node-lifecycle controller's, is a little longer.
+const (
+	NodeLeaseDurationSeconds = 8
+	NodeMonitorGracePeriod   = 10 * time.Second
+)
+
+// PodLogsDir holds the node's container logs
+// (NAMESPACE_POD_UID/CONTAINER/N.log), as /var/log/pods does on a real node.
+func (n *RealNode) PodLogsDir() string { return filepath.Join(n.Dir, "pod-logs") }
 
 func (n *RealNode) startKubelet(ctx context.Context, o RealNodeOptions, kubeconfig string) error {
 	bin, err := Binary("kubelet")

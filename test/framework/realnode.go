@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,10 +34,11 @@ type RealNodeOptions struct {
 	// NodeIPs are the kubelet's --node-ip: the node's addresses in NetNS,
 	// at most one per family. Required.
 	NodeIPs []string
-	// PodCIDRs are the node's pod CIDRs (at most one per family). The
-	// kubelet hands them to containerd, which renders the CNI config from
-	// them; they are also written to the Node's spec.podCIDRs when the
-	// control plane allocates none. Required.
+	// PodCIDRs are the node's pod CIDRs (at most one per family), written
+	// to the Node's spec.podCIDRs once it registers when no controller has
+	// allocated any. Empty: kube-controller-manager allocates them (Options
+	// RealNodes). Either way the kubelet hands spec.podCIDRs to containerd,
+	// which renders the CNI config from them.
 	PodCIDRs []string
 	// ClusterCIDR is kube-proxy's clusterCIDR (default DefaultClusterCIDR).
 	ClusterCIDR string
@@ -53,6 +55,8 @@ type RealNodeOptions struct {
 type RealNode struct {
 	Name  string
 	NetNS string
+	// NodeIPs are the kubelet's --node-ip.
+	NodeIPs []string
 	// Dir holds the node's containerd, kubelet and kube-proxy state, configs
 	// and logs.
 	Dir                            string
@@ -122,11 +126,18 @@ func (cp *ControlPlane) StartRealNode(ctx context.Context, t testing.TB, o RealN
 	return n
 }
 
+// LaunchRealNode starts a real node outside a test (make run); the caller
+// stops it with Stop. On error nothing of it is left running, and the node
+// is returned when it got far enough to have logs (Dir).
+func (cp *ControlPlane) LaunchRealNode(ctx context.Context, o RealNodeOptions) (*RealNode, error) {
+	return cp.startRealNode(ctx, o)
+}
+
 // startRealNode starts containerd, the kubelet and kube-proxy. On error the
 // node is stopped (and returned, for its logs).
 func (cp *ControlPlane) startRealNode(ctx context.Context, o RealNodeOptions) (n *RealNode, err error) {
-	if o.Name == "" || o.NetNS == "" || len(o.NodeIPs) == 0 || len(o.PodCIDRs) == 0 || o.SandboxImage == "" {
-		return nil, errors.New("real node: Name, NetNS, NodeIPs, PodCIDRs and SandboxImage are required")
+	if o.Name == "" || o.NetNS == "" || len(o.NodeIPs) == 0 || o.SandboxImage == "" {
+		return nil, errors.New("real node: Name, NetNS, NodeIPs and SandboxImage are required")
 	}
 	if o.ClusterCIDR == "" {
 		o.ClusterCIDR = DefaultClusterCIDR
@@ -142,7 +153,7 @@ func (cp *ControlPlane) startRealNode(ctx context.Context, o RealNodeOptions) (n
 	if err != nil {
 		return nil, fmt.Errorf("real node: %w", err)
 	}
-	n = &RealNode{Name: o.Name, NetNS: o.NetNS, Dir: dir, Started: time.Now(),
+	n = &RealNode{Name: o.Name, NetNS: o.NetNS, NodeIPs: o.NodeIPs, Dir: dir, Started: time.Now(),
 		cgroupRoot: "/" + filepath.Base(dir)}
 	n.holdsRunDirs = true
 	holdRunDirs()
@@ -169,9 +180,11 @@ func (cp *ControlPlane) startRealNode(ctx context.Context, o RealNodeOptions) (n
 			return n, err
 		}
 	}
-	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	n.cancel = cancel
-	go n.setPodCIDRs(pctx, cp, o.PodCIDRs)
+	if len(o.PodCIDRs) > 0 {
+		pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		n.cancel = cancel
+		go n.setPodCIDRs(pctx, cp, o.PodCIDRs)
+	}
 	return n, nil
 }
 
@@ -221,14 +234,19 @@ func (n *RealNode) processes() []*Process {
 	return ps
 }
 
+// APIPort is the port on which every real node relays the API server.
+const APIPort = 6443
+
 // relayAPIServer makes the API server, which listens on the host's
-// loopback, reachable on 127.0.0.1:6443 of the node's namespace: a listener
-// made in that namespace whose connections the test process forwards from
-// the host's. It returns the node's kubeconfig (the admin's token: a first
-// slice; the API server's certificate is for 127.0.0.1, so TLS verification
-// holds).
+// loopback, reachable on port APIPort of every address of the node's
+// namespace: a listener made in that namespace whose connections the test
+// process forwards from the host's. The node's daemons use 127.0.0.1; pods
+// reach it through the kubernetes Service (ServeKubernetesService). It
+// returns the node's kubeconfig: the admin's token (the kubelet's own
+// credentials are not what the tests are about); the API server's
+// certificate is for 127.0.0.1, so TLS verification holds.
 func (n *RealNode) relayAPIServer(cp *ControlPlane) (string, error) {
-	ln, err := ListenInNetNS(n.NetNS, "tcp", "127.0.0.1:6443")
+	ln, err := ListenInNetNS(n.NetNS, "tcp", net.JoinHostPort("", strconv.Itoa(APIPort)))
 	if err != nil {
 		return "", fmt.Errorf("real node %s: API relay: %w", n.Name, err)
 	}
@@ -245,7 +263,7 @@ func (n *RealNode) relayAPIServer(cp *ControlPlane) (string, error) {
 	})
 	kubeconfig := filepath.Join(n.Dir, "kubeconfig")
 	c := *cp
-	c.URL = "https://127.0.0.1:6443"
+	c.URL = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(APIPort))
 	if err := c.WriteKubeconfig(kubeconfig, "admin", cp.adminToken); err != nil {
 		return "", err
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"time"
 )
 
 // identity is who answers: the pod, from the Downward API.
@@ -28,10 +29,27 @@ type reply struct {
 	Client string `json:"client"`
 }
 
-// newHandler answers /healthz with 200 "ok", and any other path with the
-// JSON reply.
+// fetchTimeout bounds a /fetch request.
+const fetchTimeout = 5 * time.Second
+
+// newHandler answers /healthz with 200 "ok", /fetch?url=URL with what a GET
+// of URL from this pod answers (its status and body; 502 and the error if
+// it fails: how a test sends a request from one pod to another), and any
+// other path with the JSON reply.
 func newHandler(id identity) http.Handler {
 	mux := http.NewServeMux()
+	client := &http.Client{Timeout: fetchTimeout, Transport: &http.Transport{DisableKeepAlives: true}}
+	mux.HandleFunc("/fetch", func(w http.ResponseWriter, r *http.Request) {
+		resp, err := client.Get(r.URL.Query().Get("url")) //nolint:noctx // bounded by the client's timeout
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer func() { _ = resp.Body.Close() }()
+		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")

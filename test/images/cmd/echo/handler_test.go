@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"testing"
 )
 
@@ -73,5 +74,41 @@ func TestIdentityFromEnv(t *testing.T) {
 	want := identity{Pod: "echo-abc", Node: "node-2", PodIP: "2001:db8::5"}
 	if got := identityFromEnv(); got != want {
 		t.Errorf("identityFromEnv() = %+v, want %+v", got, want)
+	}
+}
+
+// TestFetch: /fetch answers what the URL answers, and 502 when it cannot be
+// fetched.
+func TestFetch(t *testing.T) {
+	upstream := httptest.NewServer(newHandler(identity{Pod: "other"}))
+	defer upstream.Close()
+	h := newHandler(identity{Pod: "self"})
+	for _, tc := range []struct {
+		name, url  string
+		wantStatus int
+		wantPod    string
+	}{
+		{name: "answer", url: upstream.URL + "/", wantStatus: http.StatusOK, wantPod: "other"},
+		{name: "unreachable", url: "http://127.0.0.1:1/", wantStatus: http.StatusBadGateway},
+		{name: "no url", url: "", wantStatus: http.StatusBadGateway},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodGet, "/fetch?url="+url.QueryEscape(tc.url), nil)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tc.wantStatus {
+				t.Fatalf("status %d, want %d; body %q", rec.Code, tc.wantStatus, rec.Body.String())
+			}
+			if tc.wantPod == "" {
+				return
+			}
+			var got reply
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+				t.Fatalf("body %q: %v", rec.Body.String(), err)
+			}
+			if got.Pod != tc.wantPod {
+				t.Errorf("answered by %q, want %q", got.Pod, tc.wantPod)
+			}
+		})
 	}
 }

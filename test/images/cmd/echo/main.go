@@ -1,6 +1,7 @@
 // Command echo is the tests' HTTP workload: it answers every request with its
 // pod's name, node and IP (from the Downward API's POD_NAME, NODE_NAME and
-// POD_IP) and the client's address, as JSON; /healthz answers 200. It shows a
+// POD_IP) and the client's address, as JSON; /healthz answers 200; /fetch?url=URL
+// answers what a GET of URL from the pod answers. It shows a
 // test which pod served a request and what source address reached it.
 //
 // It exits 0 on SIGTERM or SIGINT, after the requests in flight.

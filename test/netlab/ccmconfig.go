@@ -1,0 +1,47 @@
+package netlab
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+// CloudConfig is a CCM replica's cloud-config for this lab: one pool with
+// pool4 and pool6, and the router's IPv4 and IPv6 sessions from speaker
+// address i (SpeakerAddrs). More YAML may be appended to it.
+func (l *Lab) CloudConfig(i int, pool4, pool6 string) string {
+	return fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
+kind: CloudConfig
+loadBalancer:
+  pools:
+  - name: default
+    addresses: [%s, %q]
+bgp:
+  asn: %d
+  peers:
+  - address: %s
+    asn: %d
+    localAddress: %s
+    holdTime: 9s
+  - address: %q
+    asn: %d
+    localAddress: %q
+    holdTime: 9s
+`, pool4, pool6, l.Opts.SpeakerASN,
+		RouterAddr(IPv4), l.Opts.RouterASN, l.SpeakerAddrs(IPv4)[i],
+		RouterAddr(IPv6), l.Opts.RouterASN, l.SpeakerAddrs(IPv6)[i])
+}
+
+// RequireRoute waits up to 20 s until the router's kernel has exactly these
+// next hops for p (none: no route), and fails the test otherwise.
+func (l *Lab) RequireRoute(t testing.TB, p netip.Prefix, hops ...netip.Addr) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := l.WaitRoute(ctx, p, hops); err != nil {
+		r, _, _ := l.Route(p)
+		t.Fatalf("route %s: want next hops %v, router has %v: %v", p, hops, r.NextHops, err)
+	}
+}
