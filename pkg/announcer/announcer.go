@@ -42,6 +42,9 @@ type Options struct {
 	// MaxNextHops is the most next hops one LoadBalancer address is
 	// announced with; 0 (or more than MaxNextHops) means MaxNextHops.
 	MaxNextHops int
+	// HealthChecks, when set, leaves out of each address the nodes that
+	// fail their health checks (fail open: all of them when none passes).
+	HealthChecks *HealthChecks
 }
 
 // Announcer keeps the speaker's paths equal to what the cluster shows.
@@ -54,17 +57,23 @@ type Announcer struct {
 	slices   cache.Indexer // EndpointSlices, indexed by Service (byService)
 	synced   []cache.InformerSynced
 
-	mu         sync.Mutex
-	dirtySvcs  map[string]bool
-	nodesDirty bool
-	wake       chan struct{}
+	mu            sync.Mutex
+	dirtySvcs     map[string]bool
+	nodesDirty    bool
+	healthChanges []netip.AddrPort // targets whose state changed
+	wake          chan struct{}
 
 	// Owned by the run loop: the paths of both reconcilers (LoadBalancer
 	// addresses, pod routes), and the eligible nodes.
 	table    *pathTable
 	eligible map[string]nodeHops // node name -> next hops
-	hops4    []netip.Addr        // the eligible nodes' IPv4 next hops, sorted; never modified
+	hops4    []netip.Addr        // the eligible, healthy nodes' IPv4 next hops, sorted; never modified
 	hops6    []netip.Addr        // the same for IPv6
+
+	// health checks the nodes (nil: no checks); healthTargetsChanged: a
+	// Local Service's checked nodes changed in this sync.
+	health               *health
+	healthTargetsChanged bool
 
 	podApplied map[string]map[netip.Prefix]netip.Addr // node -> its announced pod routes (under mu)
 }
@@ -86,6 +95,9 @@ func New(factory informers.SharedInformerFactory, backend Backend, serves Filter
 		dirtySvcs: map[string]bool{},
 		wake:      make(chan struct{}, 1),
 		table:     newPathTable(),
+	}
+	if opts.HealthChecks != nil {
+		a.health = newHealth(*opts.HealthChecks, a.healthChanged)
 	}
 	svcInf := factory.Core().V1().Services().Informer()
 	nodeInf := factory.Core().V1().Nodes().Informer()
@@ -172,6 +184,31 @@ func (a *Announcer) sliceChanged(o any) {
 	a.kick()
 }
 
+// healthChanged is the checker's notification: a target's state changed.
+func (a *Announcer) healthChanged(t netip.AddrPort) {
+	a.mu.Lock()
+	a.healthChanges = append(a.healthChanges, t)
+	a.mu.Unlock()
+	a.kick()
+}
+
+// primeHealth starts the checks of every target before the first
+// announcement and waits for their first results (waitFirstRound).
+func (a *Announcer) primeHealth(ctx context.Context) {
+	eligible := a.eligibleNodes()
+	if all, err := a.services.List(labels.Everything()); err == nil {
+		for _, svc := range all {
+			if a.serves(svc) && svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal {
+				a.eligible = eligible // withReadyEndpoints reads it
+				a.health.setLocal(cache.MetaObjectToName(svc).String(), a.withReadyEndpoints(svc), localPort(svc))
+			}
+		}
+	}
+	a.eligible = nil
+	a.health.apply(eligible)
+	a.health.waitFirstRound(ctx)
+}
+
 func (a *Announcer) nodesChanged() {
 	a.mu.Lock()
 	a.nodesDirty = true
@@ -186,6 +223,10 @@ func (a *Announcer) Run(ctx context.Context) {
 	ctx = klog.NewContext(ctx, logger)
 	if !cache.WaitForCacheSync(ctx.Done(), a.synced...) {
 		return
+	}
+	if a.health != nil {
+		go a.health.checker.Run(ctx)
+		a.primeHealth(ctx)
 	}
 	a.nodesChanged()
 	retry := time.NewTimer(time.Hour)
@@ -208,14 +249,23 @@ func (a *Announcer) Run(ctx context.Context) {
 // their owners' paths in the table, which sends the backend what changed.
 func (a *Announcer) sync(ctx context.Context) bool {
 	a.mu.Lock()
-	dirty, nodesDirty := a.dirtySvcs, a.nodesDirty
-	a.dirtySvcs, a.nodesDirty = map[string]bool{}, false
+	dirty, nodesDirty, changes := a.dirtySvcs, a.nodesDirty, a.healthChanges
+	a.dirtySvcs, a.nodesDirty, a.healthChanges = map[string]bool{}, false, nil
 	a.mu.Unlock()
 
 	touched := map[netip.Prefix]bool{}
-	if nodesDirty || a.eligible == nil {
-		a.eligible = a.eligibleNodes()
-		a.hops4, a.hops6 = hopLists(a.eligible)
+	if len(changes) > 0 {
+		a.health.events(ctx, changes)
+	}
+	a.healthTargetsChanged = false
+	refresh := nodesDirty || a.eligible == nil
+	if refresh || len(changes) > 0 {
+		if refresh {
+			a.eligible = a.eligibleNodes()
+			a.healthTargetsChanged = true
+		}
+		a.hops4, a.hops6 = hopLists(a.health.healthy(a.eligible, a.health.proxyPort()))
+		a.health.report(ctx, a.eligible)
 		for _, key := range a.table.keys(fromService) {
 			dirty[key] = true
 		}
@@ -227,12 +277,15 @@ func (a *Announcer) sync(ctx context.Context) bool {
 				}
 			}
 		}
-		if a.opts.PodRoutes {
+		if a.opts.PodRoutes && refresh {
 			a.syncPodRoutes(touched)
 		}
 	}
 	for key := range dirty {
 		a.table.set(owner{fromService, key}, a.serviceContribution(key), touched)
+	}
+	if a.healthTargetsChanged {
+		a.health.apply(a.eligible)
 	}
 	retry := a.table.apply(ctx, a.backend, touched)
 	if a.opts.PodRoutes {

@@ -10,7 +10,8 @@ import (
 
 // serviceContribution computes the prefixes and next hops of a Service
 // (key namespace/name): its status addresses, with the eligible nodes (for
-// externalTrafficPolicy Local, those with a ready endpoint), capped.
+// externalTrafficPolicy Local, those with a ready endpoint) that pass their
+// health checks, capped.
 func (a *Announcer) serviceContribution(key string) map[netip.Prefix][]netip.Addr {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
@@ -18,11 +19,16 @@ func (a *Announcer) serviceContribution(key string) map[netip.Prefix][]netip.Add
 	}
 	svc, err := a.services.Services(ns).Get(name)
 	if err != nil || svc.DeletionTimestamp != nil || !a.serves(svc) {
+		a.healthTargetsChanged = a.health.setLocal(key, nil, 0) || a.healthTargetsChanged
 		return nil
 	}
 	hops4, hops6 := a.hops4, a.hops6
 	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal {
-		hops4, hops6 = hopLists(a.withReadyEndpoints(svc))
+		nodes, port := a.withReadyEndpoints(svc), localPort(svc)
+		a.healthTargetsChanged = a.health.setLocal(key, nodes, port) || a.healthTargetsChanged
+		hops4, hops6 = hopLists(a.health.healthy(nodes, port))
+	} else {
+		a.healthTargetsChanged = a.health.setLocal(key, nil, 0) || a.healthTargetsChanged
 	}
 	out := map[netip.Prefix][]netip.Addr{}
 	for _, in := range svc.Status.LoadBalancer.Ingress {

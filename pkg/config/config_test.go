@@ -9,6 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 const header = "apiVersion: metal-ccm.io/v1alpha1\nkind: CloudConfig\n"
@@ -26,7 +30,8 @@ func TestDefaults(t *testing.T) {
 				DefaultInstanceType: "metal",
 				Discovery:           Discovery{Policy: DiscoveryAccept},
 				PowerState:          PowerState{Source: "none"},
-			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto}},
+			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto},
+				HealthChecks: defaultHealthChecks()},
 		},
 		{
 			name: "machine id and instance type",
@@ -39,7 +44,8 @@ func TestDefaults(t *testing.T) {
 					{Name: "n1", ID: "n1", InstanceType: "small"},
 					{Name: "n2", ID: "rack1-2", InstanceType: "big"},
 				},
-			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto}},
+			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto},
+				HealthChecks: defaultHealthChecks()},
 		},
 		{
 			name: "explicit values are kept",
@@ -48,7 +54,8 @@ func TestDefaults(t *testing.T) {
 				DefaultInstanceType: "metal",
 				Discovery:           Discovery{Policy: DiscoveryReject},
 				PowerState:          PowerState{Source: "none"},
-			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto}},
+			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto},
+				HealthChecks: defaultHealthChecks()},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,6 +142,16 @@ func TestValidationErrorsNameEveryField(t *testing.T) {
 				`nodes.topology[4]: Required value: a region, a zone or both`,
 			},
 		},
+		{
+			name: "bad health checks",
+			in:   header + "healthChecks:\n  interval: 10ms\n  timeout: 2m\n  failuresToWithdraw: -1\n  successesToReturn: 11\n",
+			want: []string{
+				`healthChecks.interval: Invalid value: "10ms": must be from 100ms to 1m0s`,
+				`healthChecks.timeout: Invalid value: "2m0s": must be from 100ms to 1m0s`,
+				`healthChecks.failuresToWithdraw: Invalid value: -1: must be from 1 to 10`,
+				`healthChecks.successesToReturn: Invalid value: 11: must be from 1 to 10`,
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.in))
@@ -151,6 +168,11 @@ func TestValidationErrorsNameEveryField(t *testing.T) {
 			}
 		})
 	}
+}
+
+func defaultHealthChecks() HealthChecks {
+	return HealthChecks{Enabled: ptr.To(true), Port: 10256, Interval: &metav1.Duration{Duration: 500 * time.Millisecond},
+		Timeout: &metav1.Duration{Duration: 500 * time.Millisecond}, FailuresToWithdraw: 2, SuccessesToReturn: 2}
 }
 
 // TestExamples keeps every example config shipped in the repository valid.

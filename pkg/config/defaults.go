@@ -1,6 +1,8 @@
 package config
 
 import (
+	"time"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -18,6 +20,15 @@ const (
 	DefaultRestartTime        = limits.DefaultRestartTime
 	DefaultMaxPathsPerAddress = 64
 	DefaultStopMode           = StopAuto
+
+	DefaultHealthCheckPort      = 10256
+	DefaultHealthCheckInterval  = 500 * time.Millisecond
+	DefaultHealthCheckTimeout   = 500 * time.Millisecond
+	DefaultFailuresToWithdraw   = 2
+	DefaultSuccessesToReturn    = 2
+	MinHealthCheckDuration      = 100 * time.Millisecond
+	MaxHealthCheckDuration      = time.Minute
+	MaxHealthCheckResultsInARow = 10
 )
 
 // Default fills every optional field left empty with its default.
@@ -50,6 +61,7 @@ func (c *CloudConfig) Default() {
 			p.AutoAssign = ptr.To(true)
 		}
 	}
+	c.HealthChecks.defaults()
 	if c.BGP.OnStop == "" {
 		c.BGP.OnStop = DefaultStopMode
 	}
@@ -76,5 +88,26 @@ func (c *CloudConfig) Default() {
 		if p.GracefulRestart.RestartTime == nil {
 			p.GracefulRestart.RestartTime = &metav1.Duration{Duration: DefaultRestartTime}
 		}
+	}
+}
+
+func (h *HealthChecks) defaults() {
+	if h.Enabled == nil {
+		h.Enabled = ptr.To(true)
+	}
+	if h.Port == 0 {
+		h.Port = DefaultHealthCheckPort
+	}
+	if h.Interval == nil {
+		h.Interval = &metav1.Duration{Duration: DefaultHealthCheckInterval}
+	}
+	if h.Timeout == nil {
+		h.Timeout = &metav1.Duration{Duration: DefaultHealthCheckTimeout}
+	}
+	if h.FailuresToWithdraw == 0 {
+		h.FailuresToWithdraw = DefaultFailuresToWithdraw
+	}
+	if h.SuccessesToReturn == 0 {
+		h.SuccessesToReturn = DefaultSuccessesToReturn
 	}
 }

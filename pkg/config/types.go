@@ -34,6 +34,35 @@ type CloudConfig struct {
 	BGP BGP `json:"bgp"`
 	// Routes configures pod network routes (the Routes interface).
 	Routes Routes `json:"routes"`
+	// HealthChecks configures the checks of the nodes each LoadBalancer
+	// address is announced with.
+	HealthChecks HealthChecks `json:"healthChecks"`
+}
+
+// HealthChecks configures how every replica checks the nodes it announces
+// as next hops, as a cloud load balancer does: kube-proxy's /healthz for
+// Services with externalTrafficPolicy Cluster, the Service's
+// healthCheckNodePort for Local ones. A node failing its check is left out
+// of the addresses it carries until it passes again; when every node of an
+// address fails, all stay announced (fail open).
+type HealthChecks struct {
+	// Enabled turns the checks on. Default: true.
+	Enabled *bool `json:"enabled,omitempty"`
+	// Port is kube-proxy's health port on the nodes (its
+	// healthzBindAddress). Default: 10256.
+	Port uint16 `json:"port,omitempty"`
+	// Interval is the time between the starts of two checks of a node,
+	// from 100ms to 1m. Default: 500ms.
+	Interval *metav1.Duration `json:"interval,omitempty"`
+	// Timeout bounds one check (connect, request, answer), from 100ms to
+	// 1m. Default: 500ms.
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// FailuresToWithdraw is the failed checks in a row that withdraw a
+	// node, from 1 to 10. Default: 2.
+	FailuresToWithdraw int `json:"failuresToWithdraw,omitempty"`
+	// SuccessesToReturn is the passed checks in a row that return it, from
+	// 1 to 10. Default: 2.
+	SuccessesToReturn int `json:"successesToReturn,omitempty"`
 }
 
 // Routes configures the announcement of each node's pod CIDRs over BGP, so

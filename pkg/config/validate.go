@@ -41,6 +41,7 @@ func (c *CloudConfig) validate() field.ErrorList {
 	errs = append(errs, c.LoadBalancer.validate(field.NewPath("loadBalancer"))...)
 	errs = append(errs, c.BGP.validate(field.NewPath("bgp"))...)
 	errs = append(errs, c.Routes.validate(field.NewPath("routes"), &c.BGP)...)
+	errs = append(errs, c.HealthChecks.validate(field.NewPath("healthChecks"))...)
 	return errs
 }
 

@@ -36,7 +36,8 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) 
 	ann := announcer.New(factory, bs, wantsLoadBalancer, announcer.Options{
 		PodRoutes:   cfg.Routes.Enabled,
 		PodNextHop:  cfg.Routes.NextHopAddressType,
-		MaxNextHops: cfg.BGP.MaxPathsPerAddress,
+		MaxNextHops:  cfg.BGP.MaxPathsPerAddress,
+		HealthChecks: c.healthChecks(cfg.HealthChecks),
 	})
 	c.announcer.Store(ann)
 	factory.Start(ctx.Done())

@@ -42,7 +42,7 @@ type collector struct {
 }
 
 func (c *collector) DescribeWithStability(ch chan<- *metrics.Desc) {
-	for _, d := range []*metrics.Desc{descPoolSize, descPoolUsed, descSession, descPrefixes} {
+	for _, d := range []*metrics.Desc{descPoolSize, descPoolUsed, descSession, descPrefixes, descHealthTargets} {
 		ch <- d
 	}
 }
@@ -59,12 +59,15 @@ func (c *collector) CollectWithStability(ch chan<- metrics.Metric) {
 			b.Collect(ch)
 		}
 	}
+	if ann := c.cloud.announcer.Load(); ann != nil {
+		collectHealth(ann, ch)
+	}
 }
 
 // registerMetrics registers the provider's metrics once per process.
 func registerMetrics(c *Cloud) {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(allocations, configReloads, configLastReloadOK)
+		legacyregistry.MustRegister(allocations, configReloads, configLastReloadOK, healthTransitions, healthCheckDuration)
 		legacyregistry.CustomMustRegister(&collector{cloud: c})
 	})
 }

@@ -79,8 +79,8 @@ func (c *Cloud) WatchConfig(ctx context.Context, path string) {
 	}
 }
 
-// Reload parses and applies a new config document. Changes of the bgp and
-// routes sections, and adding the first or removing the last pool, are
+// Reload parses and applies a new config document. Changes of the bgp,
+// routes and healthChecks sections, and adding the first or removing the last pool, are
 // logged as needing a restart; everything else applies at once.
 func (c *Cloud) Reload(data []byte) error {
 	cfg, err := config.Parse(data)
@@ -108,6 +108,9 @@ func (c *Cloud) Reload(data []byte) error {
 	}
 	if !reflect.DeepEqual(old.cfg.Routes, cfg.Routes) {
 		later = append(later, "routes")
+	}
+	if !reflect.DeepEqual(old.cfg.HealthChecks, cfg.HealthChecks) {
+		later = append(later, "healthChecks")
 	}
 	if (len(old.pools) == 0) != (len(st.pools) == 0) {
 		later = append(later, "loadBalancer.pools (offering LoadBalancer at all)")

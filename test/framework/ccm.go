@@ -1,10 +1,12 @@
 package framework
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -27,6 +29,12 @@ type CCMOptions struct {
 	// Wrapper is a command the replica runs under (for example setpriv to
 	// drop privileges): the CCM binary and its flags are appended to it.
 	Wrapper []string
+	// HealthChecks keeps the node health checks of the cloud-config. By
+	// default they are turned off (healthChecks.enabled: false appended to
+	// a cloud-config that has no healthChecks section): registered nodes
+	// run no kube-proxy, and their addresses may lead nowhere but the
+	// machine's default route, where no test traffic may go.
+	HealthChecks bool
 }
 
 // CCM is a running CCM replica.
@@ -62,6 +70,11 @@ func (cp *ControlPlane) StartCCM(ctx context.Context, o CCMOptions) (*CCM, error
 		"--v", "2",
 	}
 	if o.CloudConfig != "" {
+		if !o.HealthChecks {
+			if err := disableHealthChecks(o.CloudConfig); err != nil {
+				return nil, err
+			}
+		}
 		args = append(args, "--cloud-config", o.CloudConfig)
 	}
 	args = append(args, o.Args...)
@@ -81,6 +94,25 @@ func (cp *ControlPlane) StartCCM(ctx context.Context, o CCMOptions) (*CCM, error
 		return nil, fmt.Errorf("start %s: %w", o.Name, err)
 	}
 	return c, nil
+}
+
+// disableHealthChecks appends healthChecks.enabled: false to the
+// cloud-config at path unless it has a healthChecks section.
+func disableHealthChecks(path string) error {
+	b, err := os.ReadFile(path) //nolint:gosec // the test's own cloud-config
+	if err != nil {
+		return fmt.Errorf("cloud-config: %w", err)
+	}
+	if bytes.HasPrefix(b, []byte("healthChecks:")) || bytes.Contains(b, []byte("\nhealthChecks:")) {
+		return nil
+	}
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		b = append(b, '\n')
+	}
+	if err := os.WriteFile(path, append(b, "healthChecks:\n  enabled: false\n"...), 0o600); err != nil { //nolint:gosec // the test's own cloud-config
+		return fmt.Errorf("cloud-config: %w", err)
+	}
+	return nil
 }
 
 // FailureLogLines is how many of a replica's last log lines a failed test

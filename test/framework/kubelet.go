@@ -144,6 +144,20 @@ func (n *RealNode) startKubeProxy(o RealNodeOptions, kubeconfig string) error {
 	return err
 }
 
+// RestartKubeProxy starts the node's kube-proxy again, with the same
+// config, after it stopped (a test killed it). Its log is appended to.
+func (n *RealNode) RestartKubeProxy() error {
+	if n.KubeProxy == nil || !n.KubeProxy.Exited() {
+		return fmt.Errorf("real node %s: kube-proxy is not stopped", n.Name)
+	}
+	bin, err := Binary("kube-proxy")
+	if err != nil {
+		return err
+	}
+	n.KubeProxy, err = n.startInNetNS("kube-proxy", bin, "--config", filepath.Join(n.Dir, "kube-proxy.yaml"), "--v", "2")
+	return err
+}
+
 // cgroupMounts are the mount points of the cgroup v1 hierarchies (named
 // ones too, as name=systemd) and of cgroup v2 (hybrid: /sys/fs/cgroup/unified),
 // from /proc/self/mountinfo.

@@ -46,7 +46,7 @@ func TestRealNodes(t *testing.T) {
 routes:
   enabled: true
 `, netip.PrefixFrom(lab.NodeAddrs(netlab.IPv4)[0], 24).Masked(), labZone))
-	cp.StartCCMForTest(t, framework.CCMOptions{Name: "ccm-realnodes", CloudConfig: cfg, Args: []string{
+	ccm := cp.StartCCMForTest(t, framework.CCMOptions{Name: "ccm-realnodes", CloudConfig: cfg, HealthChecks: true, Args: []string{
 		"--leader-elect-resource-name", "realnodes", "--cluster-cidr", framework.DefaultClusterCIDR,
 		"--allocate-node-cidrs=false", "--configure-cloud-routes=true", "--route-reconciliation-period", "2s",
 		"--node-monitor-period", "1s",
@@ -170,6 +170,7 @@ routes:
 		}
 	})
 
+	var localVIP netip.Addr
 	t.Run("LoadBalancer, externalTrafficPolicy Local: only nodes with a pod, client address kept", func(t *testing.T) {
 		// Pods on the first two nodes only.
 		withPods := []string{nodes[0].Name, nodes[1].Name}
@@ -182,6 +183,7 @@ routes:
 		}
 		vip := waitVIPs(t, ns, "local", 1)[0]
 		lab.RequireRoute(t, netlab.HostPrefix(vip), lab.NodeAddrs(netlab.IPv4)[:2]...)
+		localVIP = vip
 		// kube-proxy's own health check says the same: 200 where a local
 		// endpoint is ready, 503 elsewhere.
 		for i, n := range nodes {
@@ -213,10 +215,17 @@ routes:
 		}
 	})
 
+	// Node health checks (kube-proxy's /healthz, a Local Service's
+	// healthCheckNodePort): health_test.go.
+	if !clusterVIP.IsValid() || !localVIP.IsValid() {
+		t.Fatal("the LoadBalancer subtests failed: the rest needs their Services")
+	}
+	testKubeProxyKilled(t, lab, nodes, clusterVIP)
+	testFailOpen(t, lab, nodes, ccm, clusterVIP)
+	testPowerOff(t, lab, ns, nodes)
+	testLocalFollowsHealth(t, lab, ns, nodes, localVIP)
+
 	t.Run("a node whose kubelet is killed turns NotReady and stops getting traffic", func(t *testing.T) {
-		if !clusterVIP.IsValid() {
-			t.Skip("no Cluster Service")
-		}
 		dead := nodes[2]
 		killed := time.Now()
 		if err := syscall.Kill(dead.Kubelet.PID(), syscall.SIGKILL); err != nil {

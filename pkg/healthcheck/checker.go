@@ -1,0 +1,254 @@
+package healthcheck
+
+import (
+	"context"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// State of a target.
+type State int
+
+const (
+	// Unknown: no result yet.
+	Unknown State = iota
+	// Healthy: the first result passed, or SuccessesToReturn in a row since
+	// it was Unhealthy.
+	Healthy
+	// Unhealthy: the first result failed, or FailuresToWithdraw in a row
+	// since it was Healthy.
+	Unhealthy
+)
+
+func (s State) String() string {
+	switch s {
+	case Healthy:
+		return "healthy"
+	case Unhealthy:
+		return "unhealthy"
+	default:
+		return "unknown"
+	}
+}
+
+// Options of a Checker. Zero values take the defaults of DefaultOptions.
+type Options struct {
+	// Interval is the time from the start of one check of a target to the
+	// start of the next (a check that takes longer is followed at once).
+	Interval time.Duration
+	// Timeout bounds one check: connecting, sending, and reading the answer.
+	Timeout time.Duration
+	// FailuresToWithdraw and SuccessesToReturn are the results in a row
+	// that turn a Healthy target Unhealthy and back.
+	FailuresToWithdraw, SuccessesToReturn int
+	// Path is the HTTP path checked; a 200 answer passes.
+	Path string
+}
+
+// DefaultOptions: a target that stops answering is Unhealthy within
+// Interval + 2×Timeout (1.5 s), one that refuses connections within
+// 2×Interval (1 s).
+func DefaultOptions() Options {
+	return Options{Interval: 500 * time.Millisecond, Timeout: 500 * time.Millisecond,
+		FailuresToWithdraw: 2, SuccessesToReturn: 2, Path: "/healthz"}
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.Interval <= 0 {
+		o.Interval = d.Interval
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = d.Timeout
+	}
+	if o.FailuresToWithdraw <= 0 {
+		o.FailuresToWithdraw = d.FailuresToWithdraw
+	}
+	if o.SuccessesToReturn <= 0 {
+		o.SuccessesToReturn = d.SuccessesToReturn
+	}
+	if o.Path == "" {
+		o.Path = d.Path
+	}
+	return o
+}
+
+// Observer is told of every check (for metrics): its target, whether it
+// passed and how long it took, and of every change of state.
+type Observer interface {
+	Checked(target netip.AddrPort, passed bool, took time.Duration)
+	Changed(target netip.AddrPort, from, to State)
+}
+
+// Checker checks a set of targets until its Run's context ends.
+type Checker struct {
+	opts     Options
+	notify   func(netip.AddrPort)
+	observer Observer
+
+	mu      sync.Mutex
+	ctx     context.Context // Run's; nil before Run
+	wg      sync.WaitGroup
+	targets map[netip.AddrPort]*target
+}
+
+// New returns a Checker with opts; notify is called, from the checking
+// goroutines and without a lock held, each time a target's state changes.
+// observer may be nil.
+func New(opts Options, notify func(netip.AddrPort), observer Observer) *Checker {
+	return &Checker{opts: opts.withDefaults(), notify: notify, observer: observer,
+		targets: map[netip.AddrPort]*target{}}
+}
+
+// Options are the checker's options with defaults filled in.
+func (c *Checker) Options() Options { return c.opts }
+
+// Run checks the targets until ctx ends, then stops every check and
+// returns.
+func (c *Checker) Run(ctx context.Context) {
+	c.mu.Lock()
+	c.ctx = ctx
+	for _, t := range c.targets {
+		c.start(t)
+	}
+	c.mu.Unlock()
+	<-ctx.Done()
+	c.wg.Wait()
+}
+
+// Set makes want the checked targets: new ones start Unknown and are checked
+// at once; those not in want stop and are forgotten.
+func (c *Checker) Set(want []netip.AddrPort) {
+	keep := make(map[netip.AddrPort]bool, len(want))
+	for _, w := range want {
+		keep[w] = true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for addr, t := range c.targets {
+		if !keep[addr] {
+			t.cancel()
+			delete(c.targets, addr)
+		}
+	}
+	for addr := range keep {
+		if _, ok := c.targets[addr]; ok {
+			continue
+		}
+		t := &target{addr: addr, cancel: func() {}}
+		c.targets[addr] = t
+		if c.ctx != nil {
+			c.start(t)
+		}
+	}
+}
+
+// start runs t's checks; c.mu is held.
+func (c *Checker) start(t *target) {
+	if c.ctx.Err() != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	t.cancel = cancel
+	c.wg.Go(func() { c.loop(ctx, t) })
+}
+
+// State is a target's state (Unknown for one not checked).
+func (c *Checker) State(addr netip.AddrPort) State {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t, ok := c.targets[addr]; ok {
+		return t.state
+	}
+	return Unknown
+}
+
+// Counts are the numbers of targets in each state.
+func (c *Checker) Counts() map[State]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[State]int{Unknown: 0, Healthy: 0, Unhealthy: 0}
+	for _, t := range c.targets {
+		out[t.state]++
+	}
+	return out
+}
+
+// target is one checked endpoint; state, fails and passes are under the
+// Checker's mu.
+type target struct {
+	addr          netip.AddrPort
+	cancel        context.CancelFunc
+	state         State
+	fails, passes int
+}
+
+// loop checks t every Interval until ctx ends.
+func (c *Checker) loop(ctx context.Context, t *target) {
+	p := newProber(t.addr, c.opts.Path, c.opts.Timeout)
+	defer p.close()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		start := time.Now()
+		passed := p.check(ctx)
+		took := time.Since(start)
+		if ctx.Err() != nil {
+			return
+		}
+		if c.observer != nil {
+			c.observer.Checked(t.addr, passed, took)
+		}
+		c.record(t, passed)
+		timer.Reset(max(c.opts.Interval-took, 0))
+	}
+}
+
+// record counts a result and applies the hysteresis.
+func (c *Checker) record(t *target, passed bool) {
+	c.mu.Lock()
+	if c.targets[t.addr] != t { // removed meanwhile
+		c.mu.Unlock()
+		return
+	}
+	from := t.state
+	t.state, t.fails, t.passes = next(t.state, t.fails, t.passes, passed, c.opts)
+	to := t.state
+	c.mu.Unlock()
+	if from == to {
+		return
+	}
+	if c.observer != nil {
+		c.observer.Changed(t.addr, from, to)
+	}
+	if c.notify != nil {
+		c.notify(t.addr)
+	}
+}
+
+// next is the hysteresis: the state and the counts of failures and
+// successes in a row after one more result.
+func next(s State, fails, passes int, passed bool, o Options) (State, int, int) {
+	if passed {
+		fails, passes = 0, passes+1
+	} else {
+		fails, passes = fails+1, 0
+	}
+	switch {
+	case s == Unknown && passed:
+		s = Healthy
+	case s == Unknown:
+		s = Unhealthy
+	case s == Healthy && fails >= o.FailuresToWithdraw:
+		s = Unhealthy
+	case s == Unhealthy && passes >= o.SuccessesToReturn:
+		s = Healthy
+	}
+	return s, fails, passes
+}

@@ -1,0 +1,133 @@
+package healthcheck
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestNext(t *testing.T) {
+	o := Options{FailuresToWithdraw: 2, SuccessesToReturn: 3}
+	for _, tc := range []struct {
+		name    string
+		from    State
+		results []bool
+		want    []State
+	}{
+		{name: "first pass decides", from: Unknown, results: []bool{true}, want: []State{Healthy}},
+		{name: "first failure decides", from: Unknown, results: []bool{false}, want: []State{Unhealthy}},
+		{name: "withdrawn after two failures in a row", from: Healthy,
+			results: []bool{false, false}, want: []State{Healthy, Unhealthy}},
+		{name: "a pass between failures resets", from: Healthy,
+			results: []bool{false, true, false, true}, want: []State{Healthy, Healthy, Healthy, Healthy}},
+		{name: "returned after three passes in a row", from: Unhealthy,
+			results: []bool{true, true, false, true, true, true}, want: []State{Unhealthy, Unhealthy, Unhealthy, Unhealthy, Unhealthy, Healthy}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, fails, passes := tc.from, 0, 0
+			for i, r := range tc.results {
+				s, fails, passes = next(s, fails, passes, r, o)
+				if s != tc.want[i] {
+					t.Fatalf("after result %d (%v): %v, want %v", i, r, s, tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// server is a health endpoint whose answer the test sets.
+func server(t *testing.T, status *atomic.Int32) (*httptest.Server, netip.AddrPort) {
+	t.Helper()
+	var seen atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Add(1)
+		if r.URL.Path != "/healthz" {
+			http.NotFound(w, r)
+			return
+		}
+		w.WriteHeader(int(status.Load()))
+		_, _ = w.Write([]byte(`{"lastUpdated": "now"}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, netip.MustParseAddrPort(srv.Listener.Addr().String())
+}
+
+func TestProber(t *testing.T) {
+	var status atomic.Int32
+	status.Store(http.StatusOK)
+	srv, addr := server(t, &status)
+	p := newProber(addr, "/healthz", 5*time.Second)
+	defer p.close()
+	ctx := context.Background()
+	if !p.check(ctx) {
+		t.Fatal("200: check failed")
+	}
+	if p.conn == nil {
+		t.Fatal("the connection was not kept")
+	}
+	kept := p.conn
+	if !p.check(ctx) || p.conn != kept {
+		t.Error("second check did not pass on the kept connection")
+	}
+	// The server closes the idle connection: the next check dials again
+	// within its deadline and passes.
+	srv.CloseClientConnections()
+	if !p.check(ctx) {
+		t.Error("check after the server closed the connection failed")
+	}
+	status.Store(http.StatusServiceUnavailable)
+	if p.check(ctx) {
+		t.Error("503: check passed")
+	}
+	if wrong := newProber(addr, "/other", 5*time.Second); wrong.check(ctx) {
+		t.Error("404: check passed")
+	}
+	srv.Close()
+	if p.check(ctx) {
+		t.Error("closed server: check passed")
+	}
+}
+
+func TestCheckerFollowsTargets(t *testing.T) {
+	var status atomic.Int32
+	status.Store(http.StatusOK)
+	_, addr := server(t, &status)
+	changed := make(chan netip.AddrPort, 16)
+	c := New(Options{Interval: 10 * time.Millisecond, Timeout: 5 * time.Second, FailuresToWithdraw: 2, SuccessesToReturn: 2},
+		func(a netip.AddrPort) { changed <- a }, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	dead := netip.MustParseAddrPort("127.0.0.1:1") // nothing listens on port 1
+	c.Set([]netip.AddrPort{addr, dead})
+	waitState := func(a netip.AddrPort, want State) {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for c.State(a) != want {
+			select {
+			case <-changed:
+			case <-deadline:
+				t.Fatalf("%s: %v, want %v", a, c.State(a), want)
+			}
+		}
+	}
+	waitState(addr, Healthy)
+	waitState(dead, Unhealthy)
+	status.Store(http.StatusServiceUnavailable)
+	waitState(addr, Unhealthy)
+	status.Store(http.StatusOK)
+	waitState(addr, Healthy)
+	if got := c.Counts(); got[Healthy] != 1 || got[Unhealthy] != 1 {
+		t.Errorf("counts %v, want one healthy and one unhealthy", got)
+	}
+	c.Set([]netip.AddrPort{dead})
+	if got := c.State(addr); got != Unknown {
+		t.Errorf("removed target: %v, want unknown", got)
+	}
+}

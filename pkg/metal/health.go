@@ -1,0 +1,100 @@
+package metal
+
+import (
+	"net/netip"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/component-base/metrics"
+
+	"github.com/metal-ccm/metal-ccm/pkg/announcer"
+	"github.com/metal-ccm/metal-ccm/pkg/config"
+	"github.com/metal-ccm/metal-ccm/pkg/healthcheck"
+)
+
+// Event reasons of node health checks, recorded on nodes by the leader.
+const (
+	// ReasonNodeWithdrawn: the node fails kube-proxy's health check and is
+	// left out of the LoadBalancer addresses it carried.
+	ReasonNodeWithdrawn = "NodeHealthCheckFailed"
+	// ReasonNodeReturned: the node passes again and is announced again.
+	ReasonNodeReturned = "NodeHealthCheckPassed"
+)
+
+var (
+	healthTransitions = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      namespace,
+		Name:           "node_health_transitions_total",
+		Help:           "Changes of a health-check target's state (a node's kube-proxy, or a node of a Local Service), by new state. Every replica checks.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"state"})
+	healthCheckDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Namespace:      namespace,
+		Name:           "node_health_check_duration_seconds",
+		Help:           "Time of one health check, by result (pass or fail). Every replica checks.",
+		Buckets:        []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1},
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+	descHealthTargets = metrics.NewDesc(namespace+"_node_health_targets",
+		"Health-check targets of this replica by state: healthy, unhealthy, unknown (not checked yet). Reported by every replica.",
+		[]string{"state"}, nil, metrics.ALPHA, "")
+)
+
+// healthObserver turns the checker's results into metrics.
+type healthObserver struct{}
+
+func (healthObserver) Checked(_ netip.AddrPort, passed bool, took time.Duration) {
+	result := "fail"
+	if passed {
+		result = "pass"
+	}
+	healthCheckDuration.WithLabelValues(result).Observe(took.Seconds())
+}
+
+func (healthObserver) Changed(_ netip.AddrPort, _, to healthcheck.State) {
+	healthTransitions.WithLabelValues(to.String()).Inc()
+}
+
+// healthChecks are the announcer's health checks from the config; nil when
+// they are off.
+func (c *Cloud) healthChecks(h config.HealthChecks) *announcer.HealthChecks {
+	if h.Enabled != nil && !*h.Enabled {
+		return nil
+	}
+	return &announcer.HealthChecks{
+		Options: healthcheck.Options{
+			Interval:           h.Interval.Duration,
+			Timeout:            h.Timeout.Duration,
+			FailuresToWithdraw: h.FailuresToWithdraw,
+			SuccessesToReturn:  h.SuccessesToReturn,
+		},
+		ProxyPort: h.Port,
+		Observer:  healthObserver{},
+		Events:    c.nodeHealthEvent,
+	}
+}
+
+// nodeHealthEvent records a node's withdrawal or return (on the leader,
+// whose recorder runs).
+func (c *Cloud) nodeHealthEvent(node string, healthy bool, target netip.AddrPort) {
+	ref := &v1.ObjectReference{Kind: "Node", Name: node, UID: types.UID(node)}
+	if healthy {
+		c.eventf(ref, v1.EventTypeNormal, ReasonNodeReturned,
+			"kube-proxy's health check at %s passes: the node is announced again", target)
+		return
+	}
+	c.eventf(ref, v1.EventTypeWarning, ReasonNodeWithdrawn,
+		"kube-proxy's health check at %s fails: the node is left out of the LoadBalancer addresses it carried", target)
+}
+
+// collectHealth reports the announcer's targets by state.
+func collectHealth(ann *announcer.Announcer, ch chan<- metrics.Metric) {
+	counts := ann.HealthCounts()
+	if counts == nil {
+		return
+	}
+	for _, s := range []healthcheck.State{healthcheck.Healthy, healthcheck.Unhealthy, healthcheck.Unknown} {
+		ch <- metrics.NewLazyConstMetric(descHealthTargets, metrics.GaugeValue, float64(counts[s]), s.String())
+	}
+}
