@@ -1,10 +1,13 @@
 // Command local runs a local cluster for `make run`: etcd, kube-apiserver and
 // kube-controller-manager on 127.0.0.1, the CCM with hack/local's example
 // config, and a few nodes registered as kubelets with --cloud-provider=external
-// would register them.
+// would register them. As root, with --real-nodes, the nodes are real
+// instead: containerd, a kubelet and kube-proxy in each node namespace of
+// the router lab, with kube-scheduler, so pods run and LoadBalancer addresses
+// reach them.
 //
-//	local up [--detach]   start; without --detach, run until Ctrl-C
-//	local down            stop what a detached `up` left running
+//	local up [--detach | --real-nodes]   start; without --detach, run until Ctrl-C
+//	local down                           stop what `up` left running
 package main
 
 import (
@@ -48,7 +51,7 @@ func main() {
 
 func run() error {
 	if len(os.Args) < 2 {
-		return errors.New("usage: local up [--detach] | local down")
+		return errors.New("usage: local up [--detach | --real-nodes] | local down")
 	}
 	root := framework.RepoRoot()
 	dir := filepath.Join(root, "_output", "local")
@@ -56,10 +59,16 @@ func run() error {
 	case "up":
 		fs := flag.NewFlagSet("up", flag.ContinueOnError)
 		detach := fs.Bool("detach", false, "leave the cluster running and return; stop it with hack/local-down.sh")
+		realNodes := fs.Bool("real-nodes", false, "as root: run real nodes (containerd, kubelet, kube-proxy) in the router lab's node namespaces instead of registering nodes")
 		if err := fs.Parse(os.Args[2:]); err != nil {
 			return err
 		}
-		return up(root, dir, *detach)
+		if *realNodes && *detach {
+			// The lab's namespaces and the nodes' API relay live in this
+			// process: nothing would keep them once it returned.
+			return errors.New("--real-nodes runs only in the foreground (the lab and the nodes' API relay live in this process): drop --detach, stop it with Ctrl-C or hack/local-down.sh")
+		}
+		return up(root, dir, *detach, *realNodes)
 	case "down":
 		return down(dir)
 	default:
@@ -69,7 +78,7 @@ func run() error {
 
 func pidFile(dir string) string { return filepath.Join(dir, "pids") }
 
-func up(root, dir string, detach bool) error {
+func up(root, dir string, detach, realNodes bool) error {
 	if _, err := os.Stat(pidFile(dir)); err == nil {
 		return fmt.Errorf("a local cluster is already running (%s); stop it with hack/local-down.sh", pidFile(dir))
 	}
@@ -80,6 +89,23 @@ func up(root, dir string, detach bool) error {
 	defer stop()
 
 	cloudConfig := filepath.Join(root, "hack", "local", "cloud-config.yaml")
+	var archives []string
+	var pauseRef string
+	if realNodes {
+		// Said at once rather than after a fallback: the user asked for
+		// real nodes, registered ones would not run a pod.
+		if err := errors.Join(netlab.Available(), framework.RealNodesAvailable()); err != nil {
+			return fmt.Errorf("--real-nodes: %w", err)
+		}
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+		fmt.Println("Building the pause and echo images ...")
+		var err error
+		if archives, pauseRef, err = buildImages(ctx, root, dir); err != nil {
+			return err
+		}
+	}
 	var lab *netlab.Lab
 	switch err := netlab.Available(); {
 	case err != nil:
@@ -90,14 +116,20 @@ func up(root, dir string, detach bool) error {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return fmt.Errorf("create %s: %w", dir, err)
 		}
-		fmt.Println("Starting a BIRD router, 4 node namespaces and a client namespace ...")
+		// netlab.Start waits for the machine-wide lab lock: say so, or a
+		// test's lab would look like a hang.
+		fmt.Println("Starting a BIRD router, 4 node namespaces and a client namespace (waits while another lab, e.g. a test's, exists) ...")
 		if lab, cloudConfig, err = startRouter(dir, cloudConfig); err != nil {
 			return err
 		}
 	}
 
-	fmt.Println("Starting etcd, kube-apiserver and kube-controller-manager on 127.0.0.1 ...")
-	cp, err := framework.StartControlPlane(ctx, framework.Options{Dir: dir, Detach: detach, KCM: true})
+	if realNodes {
+		fmt.Println("Starting etcd, kube-apiserver, kube-controller-manager (every controller) and kube-scheduler on 127.0.0.1 ...")
+	} else {
+		fmt.Println("Starting etcd, kube-apiserver and kube-controller-manager on 127.0.0.1 ...")
+	}
+	cp, err := framework.StartControlPlane(ctx, framework.Options{Dir: dir, Detach: detach, KCM: true, RealNodes: realNodes})
 	if err != nil {
 		if lab != nil {
 			_ = lab.Close()
@@ -105,7 +137,11 @@ func up(root, dir string, detach bool) error {
 		return err
 	}
 	var procs []*framework.Process
+	var realNodeList []*framework.RealNode
 	cleanup := func() {
+		// Nodes first: their kubelets and pods, then the control plane
+		// and the lab their namespaces are in.
+		stopRealNodes(dir, realNodeList)
 		for i := len(procs) - 1; i >= 0; i-- {
 			procs[i].Stop(5 * time.Second)
 		}
@@ -119,6 +155,9 @@ func up(root, dir string, detach bool) error {
 	}
 	ccm, err := cp.StartCCM(ctx, framework.CCMOptions{
 		Name: "metal-cloud-controller-manager", Detach: detach, CloudConfig: cloudConfig,
+		// The product's default: the nodes' kube-proxy is checked (the
+		// registered nodes have none and stay announced: fail open).
+		HealthChecks: true,
 		// kube-controller-manager allocates the nodes' pod CIDRs from this
 		// range; with a router, the route controller announces them.
 		Args: []string{"--cluster-cidr", framework.DefaultClusterCIDR},
@@ -128,7 +167,7 @@ func up(root, dir string, detach bool) error {
 		return err
 	}
 	procs = append(procs, ccm.Process)
-	if err := writePIDs(dir, append(cp.Processes(), procs...)); err != nil {
+	if err := writePIDs(dir, detach, append(cp.Processes(), procs...)); err != nil {
 		cleanup()
 		return err
 	}
@@ -139,18 +178,37 @@ func up(root, dir string, detach bool) error {
 		cleanup()
 		return err
 	}
-	if err := registerNodes(ctx, cs); err != nil {
+	var readyAt *readyTimes
+	if realNodes {
+		readyAt = watchReady(ctx, cs)
+		realNodeList, err = startRealNodes(ctx, cp, lab, archives, pauseRef)
+	} else {
+		err = registerNodes(ctx, cs)
+	}
+	if err != nil {
 		cleanup()
 		return err
+	}
+	if err := waitNodes(ctx, cs, readyAt); err != nil {
+		cleanup()
+		return err
+	}
+	if realNodes {
+		printRealNodeUsage(realNodeList, readyAt)
 	}
 	fmt.Printf("\nKubeconfig: %s\n  export KUBECONFIG=%s\n  %s get nodes -L topology.kubernetes.io/zone,node.kubernetes.io/instance-type\n",
 		cp.AdminKubeconfig, cp.AdminKubeconfig, filepath.Join(framework.BinDir(), "kubectl"))
 	fmt.Printf("Logs: %s\n", filepath.Join(dir, "logs"))
-	if err := demoService(ctx, cs); err != nil {
+	if realNodes {
+		fmt.Printf("\nBGP router: namespace %s (birdc -s %s show route)\n", lab.Router, lab.BirdSocket())
+		printRealNodeHelp(lab, cp.AdminKubeconfig, realNodeList)
+	} else if err := demoService(ctx, cs); err != nil {
 		cleanup()
 		return err
 	}
-	if lab != nil {
+	// With real nodes kube-proxy serves the addresses; serveVIPs' loopback
+	// addresses would take its traffic.
+	if lab != nil && !realNodes {
 		go serveVIPs(ctx, lab, cs)
 		fmt.Printf("\nBGP router: namespace %s (birdc -s %s show route)\n", lab.Router, lab.BirdSocket())
 		fmt.Printf("Client: namespace %s. Try:\n  ip netns exec %s curl http://<EXTERNAL-IP>/\n  ip -n %s route show proto bird\n",
@@ -179,13 +237,33 @@ func registerNodes(ctx context.Context, cs kubernetes.Interface) error {
 		}
 		fmt.Printf("Registered node %s (kubelet --node-ip=%s) with taint %s\n", n.name, n.ip, cloudproviderapi.TaintExternalCloudProvider)
 	}
-	fmt.Println("\nWaiting for the CCM to initialize them ...")
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	return nil
+}
+
+// waitNodes waits until every node of `nodes` exists and the CCM has
+// initialized it, and prints them. With real nodes (readyAt, which it keeps
+// up to date) it also waits until they are Ready; they register themselves,
+// so it also waits for them to appear.
+func waitNodes(ctx context.Context, cs kubernetes.Interface, readyAt *readyTimes) error {
+	ready := readyAt != nil
+	if ready {
+		fmt.Println("\nWaiting for the kubelets to register, the CCM to initialize the nodes and them to turn Ready ...")
+	} else {
+		fmt.Println("\nWaiting for the CCM to initialize them ...")
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil //nolint:nilerr // keep polling
 		}
+		readyAt.record(list.Items)
+		if len(list.Items) < len(nodes) {
+			return false, nil
+		}
 		for i := range list.Items {
+			if ready && !nodeReady(&list.Items[i]) {
+				return false, nil
+			}
 			for _, t := range list.Items[i].Spec.Taints {
 				if t.Key == cloudproviderapi.TaintExternalCloudProvider {
 					return false, nil
@@ -199,6 +277,10 @@ func registerNodes(ctx context.Context, cs kubernetes.Interface) error {
 		}
 		return true, nil
 	})
+	if err != nil {
+		return fmt.Errorf("wait for the nodes: %w", err)
+	}
+	return nil
 }
 
 // demoService creates a LoadBalancer Service and prints its address.
@@ -221,8 +303,19 @@ func demoService(ctx context.Context, cs kubernetes.Interface) error {
 	})
 }
 
-func writePIDs(dir string, ps []*framework.Process) error {
+// foregroundName marks, in the pid file, the `up` process that runs in the
+// foreground: `down` asks it to stop (SIGTERM), and it stops the rest
+// itself, real nodes and the router lab included, which no PID list covers
+// (mounts, cgroups, namespaces).
+const foregroundName = "metal-local"
+
+// writePIDs records the processes `down` stops, the foreground `up` itself
+// first (unless detached).
+func writePIDs(dir string, detach bool, ps []*framework.Process) error {
 	var b strings.Builder
+	if !detach {
+		fmt.Fprintf(&b, "%d %s\n", os.Getpid(), foregroundName)
+	}
 	for _, p := range ps {
 		fmt.Fprintf(&b, "%d %s\n", p.PID(), p.Name)
 	}
@@ -242,22 +335,70 @@ func down(dir string) error {
 		return fmt.Errorf("read pid file: %w", err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if stopForeground(lines) {
+		return nil
+	}
 	for i := len(lines) - 1; i >= 0; i-- {
 		fields := strings.Fields(lines[i])
 		if len(fields) < 2 {
 			continue
 		}
 		pid, err := strconv.Atoi(fields[0])
-		if err != nil {
+		if err != nil || fields[1] == foregroundName {
 			continue
 		}
 		fmt.Printf("Stopping %s (pid %d)\n", fields[1], pid)
 		framework.StopPID(pid, 5*time.Second)
 	}
-	if err := os.Remove(pidFile(dir)); err != nil {
+	// A foreground `up` that was stopped above may have removed it.
+	if err := os.Remove(pidFile(dir)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove pid file: %w", err)
 	}
 	return nil
+}
+
+// foregroundStopTimeout bounds how long a foreground `up` may take to clean
+// up after SIGTERM: each real node's kubelet and containerd get up to 10 s.
+const foregroundStopTimeout = 2 * time.Minute
+
+// stopForeground stops the foreground `up` named in the pid file, if any,
+// with SIGTERM (to that PID only: it is not a process-group leader, it runs
+// in the shell's group), and reports whether it exited and so cleaned up
+// after itself. If it does not exit in time it is killed; its children die
+// with it (Pdeathsig), and the caller still stops the recorded PIDs.
+func stopForeground(lines []string) bool {
+	for _, l := range lines {
+		fields := strings.Fields(l)
+		if len(fields) < 2 || fields[1] != foregroundName {
+			continue
+		}
+		pid, err := strconv.Atoi(fields[0])
+		if err != nil || pid <= 1 {
+			return false
+		}
+		// The PID may have been reused since a crashed `up` wrote it. A
+		// rebuild (hack/build.sh) while it runs leaves "metal-local (deleted)".
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err != nil || strings.TrimSuffix(filepath.Base(exe), " (deleted)") != foregroundName {
+			return false // gone without cleaning up: stop what it recorded
+		}
+		if err := syscall.Kill(pid, syscall.SIGTERM); errors.Is(err, syscall.ESRCH) {
+			return false
+		}
+		fmt.Printf("Asked %s (pid %d), running in the foreground, to stop and clean up ...\n", foregroundName, pid)
+		deadline := time.Now().Add(foregroundStopTimeout)
+		for time.Now().Before(deadline) {
+			if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+				fmt.Printf("%s (pid %d) stopped.\n", foregroundName, pid)
+				return true
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		fmt.Printf("%s (pid %d) did not stop within %s: killing it\n", foregroundName, pid, foregroundStopTimeout)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		return false
+	}
+	return false
 }
 
 func lastLines(s string, n int) string {

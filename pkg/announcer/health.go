@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -26,17 +27,26 @@ type HealthChecks struct {
 	Events func(node string, healthy bool, target netip.AddrPort)
 }
 
+// checker is what the announcer needs of a healthcheck.Checker.
+type checker interface {
+	Run(ctx context.Context)
+	Set(targets []netip.AddrPort)
+	State(target netip.AddrPort) healthcheck.State
+	Counts() map[healthcheck.State]int
+}
+
 // health is the announcer's view of the checks: which target is whose,
 // owned by the run loop except for the checker itself.
 type health struct {
 	opts    HealthChecks
-	checker *healthcheck.Checker
+	checker checker
 	// nodeOf names the node of each target, for Events.
 	nodeOf map[netip.AddrPort]string
 	// local are the targets of each Local Service (key namespace/name).
 	local map[string][]netip.AddrPort
-	// unreachable: every node target failed at the last count (logged once).
-	unreachable bool
+	// unreachable: every node target failed at the last count (logged
+	// once); read by tests.
+	unreachable atomic.Bool
 }
 
 func newHealth(o HealthChecks, notify func(netip.AddrPort)) *health {
@@ -139,18 +149,16 @@ func (h *health) report(ctx context.Context, eligible map[string]nodeHops) {
 	}
 	for _, hops := range eligible {
 		if h.checker.State(target(hops, h.opts.ProxyPort)) != healthcheck.Unhealthy {
-			if h.unreachable {
+			if h.unreachable.Swap(false) {
 				klog.FromContext(ctx).Info("Node health checks pass again", "nodes", len(eligible))
 			}
-			h.unreachable = false
 			return
 		}
 	}
-	if !h.unreachable {
+	if !h.unreachable.Swap(true) {
 		klog.FromContext(ctx).Error(nil, "No node passes its health check from this replica: every eligible node stays announced (fail open)",
 			"nodes", len(eligible), "port", h.opts.ProxyPort)
 	}
-	h.unreachable = true
 }
 
 // events records the changes of node targets (kube-proxy's health) as

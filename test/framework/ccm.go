@@ -97,7 +97,8 @@ func (cp *ControlPlane) StartCCM(ctx context.Context, o CCMOptions) (*CCM, error
 }
 
 // disableHealthChecks appends healthChecks.enabled: false to the
-// cloud-config at path unless it has a healthChecks section.
+// cloud-config at path unless it has a healthChecks section. Only a test's
+// own file, in the temporary folder, is changed.
 func disableHealthChecks(path string) error {
 	b, err := os.ReadFile(path) //nolint:gosec // the test's own cloud-config
 	if err != nil {
@@ -105,6 +106,9 @@ func disableHealthChecks(path string) error {
 	}
 	if bytes.HasPrefix(b, []byte("healthChecks:")) || bytes.Contains(b, []byte("\nhealthChecks:")) {
 		return nil
+	}
+	if abs, err := filepath.Abs(path); err != nil || !strings.HasPrefix(abs, filepath.Clean(os.TempDir())+string(filepath.Separator)) {
+		return fmt.Errorf("cloud-config %s has no healthChecks section and is not a test's temporary file: give it one, or set CCMOptions.HealthChecks", path)
 	}
 	if len(b) > 0 && b[len(b)-1] != '\n' {
 		b = append(b, '\n')
