@@ -22,6 +22,7 @@ import (
 
 // Scenario IDs, in the order they run.
 const (
+	ScenarioHealth    = "health"
 	ScenarioJoin      = "join"
 	ScenarioLB        = "lb"
 	ScenarioChurn     = "churn"
@@ -30,7 +31,7 @@ const (
 )
 
 // AllScenarios lists every scenario in run order.
-var AllScenarios = []string{ScenarioJoin, ScenarioLB, ScenarioChurn, ScenarioEndpoints, ScenarioSteady}
+var AllScenarios = []string{ScenarioHealth, ScenarioJoin, ScenarioLB, ScenarioChurn, ScenarioEndpoints, ScenarioSteady}
 
 // Sizes the goals are stated for; a smaller run marks its goals "scaled".
 const (
@@ -79,6 +80,10 @@ type Options struct {
 	// SteadyNotReady registers the steady state's nodes NotReady, so that
 	// they are not next hops of any announcement.
 	SteadyNotReady bool
+	// HealthNodes is the size of the node health checks scenario, and
+	// HealthIdle how long each of its two replicas is watched.
+	HealthNodes int
+	HealthIdle  time.Duration
 
 	// Timeout bounds each wait for the CCM.
 	Timeout time.Duration
@@ -107,6 +112,7 @@ func Profile(name string) (Options, error) {
 		Profile: name, Router: RouterAuto, Logger: logr.Discard(),
 		JoinNodes: 1000, LBServices: 1000, LocalServices: 200,
 		SteadyNodes: 1000, SteadyServices: 2000, SteadyIdle: 2 * time.Minute,
+		HealthNodes: 1000, HealthIdle: time.Minute,
 		Timeout: 5 * time.Minute, ClientQPS: 100, ClientBurst: 200, Workers: 10,
 		PprofSeconds: 20,
 	}
@@ -118,6 +124,7 @@ func Profile(name string) (Options, error) {
 	case "smoke":
 		o.JoinNodes, o.LBServices, o.LocalServices = 30, 30, 10
 		o.SteadyNodes, o.SteadyServices, o.SteadyIdle = 40, 60, 5*time.Second
+		o.HealthNodes, o.HealthIdle = 20, 3*time.Second
 		o.Timeout = 2 * time.Minute
 		o.PprofSeconds = 5
 	default:
@@ -145,7 +152,7 @@ func (o *Options) validate() error {
 	}{
 		{"join nodes", o.JoinNodes, maxJoinNodes}, {"LoadBalancer Services", o.LBServices, maxServices},
 		{"Local Services", o.LocalServices, maxServices}, {"steady nodes", o.SteadyNodes, maxSteadyNodes},
-		{"steady Services", o.SteadyServices, maxServices},
+		{"steady Services", o.SteadyServices, maxServices}, {"health nodes", o.HealthNodes, maxHealthNodes},
 	} {
 		if n.v < 1 || n.v > n.max {
 			errs = append(errs, fmt.Errorf("%s: %d out of range 1..%d", n.name, n.v, n.max))
@@ -154,8 +161,8 @@ func (o *Options) validate() error {
 	if o.LBServices+o.LocalServices > o.SteadyServices {
 		o.SteadyServices = o.LBServices + o.LocalServices
 	}
-	if o.ClientQPS <= 0 || o.ClientBurst < 1 || o.Workers < 1 || o.Timeout <= 0 || o.SteadyIdle <= 0 {
-		errs = append(errs, errors.New("client QPS, burst, workers, timeout and idle time must be positive"))
+	if o.ClientQPS <= 0 || o.ClientBurst < 1 || o.Workers < 1 || o.Timeout <= 0 || o.SteadyIdle <= 0 || o.HealthIdle <= 0 {
+		errs = append(errs, errors.New("client QPS, burst, workers, timeout and idle times must be positive"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("bench options: %w", err)
@@ -184,6 +191,8 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		size      map[string]int
 		run       func(context.Context, *Scenario) error
 	}{
+		{ScenarioHealth, "0. Node health checks", map[string]int{"nodes": o.HealthNodes,
+			"idleSeconds": int(o.HealthIdle.Seconds())}, e.healthNodes},
 		{ScenarioJoin, "1. Node-join storm", map[string]int{"nodes": o.JoinNodes}, e.joinStorm},
 		{ScenarioLB, "2. LoadBalancer storm", map[string]int{"services": o.LBServices, "labNodes": labNodes}, e.lbStorm},
 		{ScenarioChurn, "3. Node churn under load", map[string]int{"services": o.LBServices, "labNodes": labNodes}, e.nodeChurn},
@@ -203,7 +212,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		}
 		e.log.Info("Scenario", "title", st.title, "size", st.size)
 		stopProfile := func() {}
-		if st.id != ScenarioSteady { // profiled while idle
+		if st.id != ScenarioSteady && st.id != ScenarioHealth { // profiled while idle
 			stopProfile = e.profileCPU(ctx, st.id, o.PprofSeconds)
 		}
 		if err := st.run(ctx, s); err != nil {

@@ -37,7 +37,7 @@ type Machine struct {
 
 // Scenario is the outcome of one scenario.
 type Scenario struct {
-	// ID is the stable name: join, lb, churn, endpoints or steady.
+	// ID is the stable name: health, join, lb, churn, endpoints or steady.
 	ID string `json:"id"`
 	// Title is the human name.
 	Title string `json:"title"`

@@ -60,6 +60,8 @@ func run() error {
 	steadyServices := flag.Int("steady-services", def.SteadyServices, "scenario 5: LoadBalancer Services in all (10000 in -profile full)")
 	steadyIdle := flag.Duration("steady-idle", def.SteadyIdle, "scenario 5: how long to watch the idle CCM")
 	notReady := flag.Bool("steady-not-ready", false, "scenario 5: register the nodes NotReady, so they are no next hops")
+	healthNodes := flag.Int("health-nodes", def.HealthNodes, "scenario 0: nodes whose kube-proxy /healthz the replica checks (at most 1022)")
+	healthIdle := flag.Duration("health-idle", def.HealthIdle, "scenario 0: how long to watch each replica (checks off, then on)")
 	timeout := flag.Duration("timeout", def.Timeout, "bound of each wait for the CCM")
 	qps := flag.Float64("kube-api-qps", float64(def.ClientQPS), "the CCM's --kube-api-qps, used by the floor's client")
 	burst := flag.Int("kube-api-burst", def.ClientBurst, "the CCM's --kube-api-burst, used by the floor's client")
@@ -78,6 +80,7 @@ func run() error {
 		"join-nodes": func() { o.JoinNodes = *joinNodes }, "lb-services": func() { o.LBServices = *lbServices },
 		"local-services": func() { o.LocalServices = *localServices }, "steady-nodes": func() { o.SteadyNodes = *steadyNodes },
 		"steady-services": func() { o.SteadyServices = *steadyServices }, "steady-idle": func() { o.SteadyIdle = *steadyIdle },
+		"health-nodes": func() { o.HealthNodes = *healthNodes }, "health-idle": func() { o.HealthIdle = *healthIdle },
 		"timeout": func() { o.Timeout = *timeout }, "pprof-seconds": func() { o.PprofSeconds = *pprofSeconds },
 	}
 	flag.Visit(func(f *flag.Flag) {
