@@ -45,6 +45,12 @@ type Options struct {
 	// HealthChecks, when set, leaves out of each address the nodes that
 	// fail their health checks (fail open: all of them when none passes).
 	HealthChecks *HealthChecks
+	// OnlyNode, when set, makes the announcer a node agent's: it announces
+	// the addresses this node carries, with this node as the only next hop,
+	// and this node's pod routes. Its health check then fails closed: a
+	// node whose own kube-proxy fails withdraws itself (the other nodes'
+	// agents still announce theirs).
+	OnlyNode string
 }
 
 // Announcer keeps the speaker's paths equal to what the cluster shows.
@@ -98,6 +104,7 @@ func New(factory informers.SharedInformerFactory, backend Backend, serves Filter
 	}
 	if opts.HealthChecks != nil {
 		a.health = newHealth(*opts.HealthChecks, a.healthChanged)
+		a.health.failClosed = opts.OnlyNode != ""
 	}
 	svcInf := factory.Core().V1().Services().Informer()
 	nodeInf := factory.Core().V1().Nodes().Informer()

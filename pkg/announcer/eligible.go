@@ -23,6 +23,9 @@ func (a *Announcer) eligibleNodes() map[string]nodeHops {
 	}
 	out := map[string]nodeHops{}
 	for _, n := range list {
+		if !a.announcesFor(n.Name) {
+			continue
+		}
 		if h := hopsOf(n); h.v4.IsValid() || h.v6.IsValid() {
 			out[n.Name] = h
 		}
@@ -70,4 +73,10 @@ func hopLists(nodes map[string]nodeHops) (v4, v6 []netip.Addr) {
 	slices.SortFunc(v4, netip.Addr.Compare)
 	slices.SortFunc(v6, netip.Addr.Compare)
 	return slices.Compact(v4), slices.Compact(v6)
+}
+
+// announcesFor reports whether this announcer announces for the node: every
+// node in a replica, its own node in a node agent (Options.OnlyNode).
+func (a *Announcer) announcesFor(node string) bool {
+	return a.opts.OnlyNode == "" || node == a.opts.OnlyNode
 }

@@ -47,6 +47,9 @@ type health struct {
 	// unreachable: every node target failed at the last count (logged
 	// once); read by tests.
 	unreachable atomic.Bool
+	// failClosed: a node agent's checks of its own node; a failing node
+	// withdraws itself, as the other nodes' agents announce theirs.
+	failClosed bool
 }
 
 func newHealth(o HealthChecks, notify func(netip.AddrPort)) *health {
@@ -65,7 +68,7 @@ func target(h nodeHops, port uint16) netip.AddrPort {
 
 // healthy keeps the nodes whose check on port passed; when none passed it
 // keeps them all (fail open: a checker that reaches no node must not take a
-// Service off the network). A node not yet checked counts as failed, so a
+// Service off the network), except in a node agent (failClosed). A node not yet checked counts as failed, so a
 // node joins an address only once it has passed; when a replica starts, the
 // announcer waits for the first round of checks before it announces.
 func (h *health) healthy(nodes map[string]nodeHops, port uint16) map[string]nodeHops {
@@ -78,7 +81,7 @@ func (h *health) healthy(nodes map[string]nodeHops, port uint16) map[string]node
 			out[name] = hops
 		}
 	}
-	if len(out) == 0 {
+	if len(out) == 0 && !h.failClosed {
 		return nodes
 	}
 	return out

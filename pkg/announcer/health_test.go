@@ -158,3 +158,51 @@ func TestHealthChecks(t *testing.T) {
 		eventually(t, "n4 joins", func() bool { return sp.get("198.18.100.1/32") == "[198.18.10.11 198.18.10.12 198.18.10.14]" })
 	})
 }
+
+// TestOnlyNode: a node agent's announcer announces its own node alone, and
+// withdraws it when its own check fails (no fail open: the other nodes'
+// agents announce theirs).
+func TestOnlyNode(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	local := lbService("local", true, "198.18.100.2")
+	local.Spec.HealthCheckNodePort = 30001
+	n2 := node("n2", true, "198.18.10.12")
+	n2.Spec.PodCIDRs = []string{"198.19.2.0/24"}
+	cs := fake.NewClientset(
+		node("n1", true, "198.18.10.11"), n2,
+		lbService("web", false, "198.18.100.1"), local,
+		&discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Namespace: "ns", Name: "local-1", Labels: map[string]string{discoveryv1.LabelServiceName: "local"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints: []discoveryv1.Endpoint{
+				{Addresses: []string{"198.19.0.5"}, NodeName: ptr.To("n1"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}},
+			},
+		},
+	)
+	sp := &fakeSpeaker{paths: map[netip.Prefix][]netip.Addr{}}
+	f := informers.NewSharedInformerFactory(cs, 0)
+	a := New(f, sp, func(s *v1.Service) bool { return s.Spec.Type == v1.ServiceTypeLoadBalancer },
+		Options{OnlyNode: "n2", PodRoutes: true, HealthChecks: &HealthChecks{ProxyPort: 10256}})
+	fc := &fakeChecker{states: map[netip.AddrPort]healthcheck.State{
+		netip.MustParseAddrPort("198.18.10.12:10256"): healthcheck.Healthy,
+	}, notify: a.healthChanged}
+	a.health.checker = fc
+	f.Start(ctx.Done())
+	go a.Run(ctx)
+
+	eventually(t, "own node only", func() bool {
+		return sp.get("198.18.100.1/32") == "[198.18.10.12]" && sp.get("198.19.2.0/24") == "[198.18.10.12]"
+	})
+	if got := sp.get("198.18.100.2/32"); got != "[]" {
+		t.Errorf("Local Service without an endpoint on the node announced: %s", got)
+	}
+	if fc.checked("198.18.10.11:10256") {
+		t.Error("another node is checked")
+	}
+	fc.set("198.18.10.12:10256", healthcheck.Unhealthy)
+	eventually(t, "withdrawn by its own failing check", func() bool { return sp.get("198.18.100.1/32") == "[]" })
+	if got := sp.get("198.19.2.0/24"); got != "[198.18.10.12]" {
+		t.Errorf("pod route withdrawn with kube-proxy: %s", got)
+	}
+}

@@ -17,7 +17,9 @@ func (a *Announcer) syncPodRoutes(touched map[netip.Prefix]bool) {
 	}
 	if list, err := a.nodes.List(labels.Everything()); err == nil {
 		for _, n := range list {
-			names[n.Name] = true
+			if a.announcesFor(n.Name) {
+				names[n.Name] = true
+			}
 		}
 	}
 	for name := range names {

@@ -40,6 +40,9 @@ type Peer struct {
 	// example the cluster's pod CIDRs, for a router that must not get pod
 	// routes).
 	Deny []netip.Prefix
+	// MultihopTTL, when not 0, allows an eBGP router that is not directly
+	// connected: the session's packets get this TTL.
+	MultihopTTL uint8
 }
 
 // carries reports whether the peer is sent prefix: one of its own family,

@@ -400,6 +400,9 @@ func peerConfig(localASN uint32, p Peer) *api.Peer {
 	if p.LocalAddress.IsValid() {
 		peer.Transport.LocalAddress = p.LocalAddress.String()
 	}
+	if p.MultihopTTL > 0 {
+		peer.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(p.MultihopTTL)}
+	}
 	if p.GracefulRestart {
 		// Every start counts as a restart (the speaker cannot tell): the
 		// OPEN says so and that forwarding was kept, so a router that

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 )
 
@@ -30,7 +31,7 @@ func TestDefaults(t *testing.T) {
 				DefaultInstanceType: "metal",
 				Discovery:           Discovery{Policy: DiscoveryAccept},
 				PowerState:          PowerState{Source: "none"},
-			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto},
+			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto, AnnounceFrom: AnnounceFromReplicas},
 				HealthChecks: defaultHealthChecks()},
 		},
 		{
@@ -44,7 +45,7 @@ func TestDefaults(t *testing.T) {
 					{Name: "n1", ID: "n1", InstanceType: "small"},
 					{Name: "n2", ID: "rack1-2", InstanceType: "big"},
 				},
-			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto},
+			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto, AnnounceFrom: AnnounceFromReplicas},
 				HealthChecks: defaultHealthChecks()},
 		},
 		{
@@ -54,7 +55,7 @@ func TestDefaults(t *testing.T) {
 				DefaultInstanceType: "metal",
 				Discovery:           Discovery{Policy: DiscoveryReject},
 				PowerState:          PowerState{Source: "none"},
-			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto},
+			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto, AnnounceFrom: AnnounceFromReplicas},
 				HealthChecks: defaultHealthChecks()},
 		},
 	} {
@@ -143,6 +144,50 @@ func TestValidationErrorsNameEveryField(t *testing.T) {
 			},
 		},
 		{
+			name: "node-agent fields with announceFrom Replicas",
+			in: header + `bgp:
+  asn: 64512
+  nodeASNLabel: metal-ccm.io/asn
+  peers:
+  - {address: 198.18.1.1, asn: 64500, nodeSelector: {matchLabels: {rack: a}}, ebgpMultihop: 300}
+`,
+			want: []string{
+				`bgp.nodeASNLabel: Invalid value: "metal-ccm.io/asn": only with announceFrom Nodes`,
+				`bgp.peers[0].nodeSelector: Invalid value: `,
+				`bgp.peers[0].ebgpMultihop: Invalid value: 300: must be from 0 to 255`,
+			},
+		},
+		{
+			name: "announceFrom Nodes refuses per-replica fields",
+			in: header + `bgp:
+  asn: 64512
+  announceFrom: Everywhere
+  routerID: 198.18.0.1
+  peers:
+  - {address: 198.18.1.1, asn: 64500, localAddress: 198.18.1.2, nodeSelector: {matchExpressions: [{key: rack, operator: Sometimes}]}}
+`,
+			want: []string{
+				`bgp.announceFrom: Unsupported value: "Everywhere"`,
+			},
+		},
+		{
+			name: "announceFrom Nodes: no routerID, no localAddress, selectors that compile",
+			in: header + `bgp:
+  asn: 64512
+  announceFrom: Nodes
+  nodeASNLabel: "not a label key!"
+  routerID: 198.18.0.1
+  peers:
+  - {address: 198.18.1.1, asn: 64500, localAddress: 198.18.1.2, nodeSelector: {matchExpressions: [{key: rack, operator: Sometimes}]}}
+`,
+			want: []string{
+				`bgp.nodeASNLabel: Invalid value: "not a label key!"`,
+				`bgp.routerID: Invalid value: "198.18.0.1": not with announceFrom Nodes`,
+				`bgp.peers[0].localAddress: Invalid value: "198.18.1.2": not with announceFrom Nodes`,
+				`bgp.peers[0].nodeSelector: Invalid value: `,
+			},
+		},
+		{
 			name: "bad health checks",
 			in:   header + "healthChecks:\n  interval: 10ms\n  timeout: 2m\n  failuresToWithdraw: -1\n  successesToReturn: 11\n",
 			want: []string{
@@ -171,8 +216,8 @@ func TestValidationErrorsNameEveryField(t *testing.T) {
 }
 
 func defaultHealthChecks() HealthChecks {
-	return HealthChecks{Enabled: ptr.To(true), Port: 10256, Interval: &metav1.Duration{Duration: 500 * time.Millisecond},
-		Timeout: &metav1.Duration{Duration: 500 * time.Millisecond}, FailuresToWithdraw: 2, SuccessesToReturn: 2}
+	return HealthChecks{Enabled: ptr.To(true), Port: 10256, Interval: &metav1.Duration{Duration: time.Second},
+		Timeout: &metav1.Duration{Duration: 400 * time.Millisecond}, FailuresToWithdraw: 2, SuccessesToReturn: 2}
 }
 
 // TestExamples keeps every example config shipped in the repository valid.
@@ -390,4 +435,26 @@ routes:
 	check("peers[1] address", cfg.BGP.Peers[1].Addr(), netip.MustParseAddr("2001:db8:10::1"))
 	check("peers[1] local address set", cfg.BGP.Peers[1].LocalAddr().IsValid(), false)
 	check("cluster CIDRs", cfg.Routes.ClusterPrefixes(), []netip.Prefix{netip.MustParsePrefix("198.18.128.0/17")})
+}
+
+func TestAnnounceFromNodes(t *testing.T) {
+	cfg, err := Parse([]byte(header + `bgp:
+  asn: 64512
+  announceFrom: Nodes
+  nodeASNLabel: metal-ccm.io/asn
+  peers:
+  - {address: 198.18.1.1, asn: 64500, nodeSelector: {matchLabels: {topology.kubernetes.io/zone: rack1}}, ebgpMultihop: 2}
+  - {address: 198.18.2.1, asn: 64500}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rack1 := labels.Set{"topology.kubernetes.io/zone": "rack1"}
+	rack2 := labels.Set{"topology.kubernetes.io/zone": "rack2"}
+	if p := &cfg.BGP.Peers[0]; !p.Selects(rack1) || p.Selects(rack2) || p.EBGPMultihop != 2 {
+		t.Errorf("peer 0 selects rack1 %v, rack2 %v, multihop %d; want true, false, 2", p.Selects(rack1), p.Selects(rack2), p.EBGPMultihop)
+	}
+	if p := &cfg.BGP.Peers[1]; !p.Selects(rack1) || !p.Selects(rack2) {
+		t.Error("a peer without nodeSelector does not select every node")
+	}
 }

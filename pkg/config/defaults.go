@@ -20,10 +20,11 @@ const (
 	DefaultRestartTime        = limits.DefaultRestartTime
 	DefaultMaxPathsPerAddress = 64
 	DefaultStopMode           = StopAuto
+	DefaultAnnounceFrom       = AnnounceFromReplicas
 
 	DefaultHealthCheckPort      = 10256
-	DefaultHealthCheckInterval  = 500 * time.Millisecond
-	DefaultHealthCheckTimeout   = 500 * time.Millisecond
+	DefaultHealthCheckInterval  = time.Second
+	DefaultHealthCheckTimeout   = 400 * time.Millisecond
 	DefaultFailuresToWithdraw   = 2
 	DefaultSuccessesToReturn    = 2
 	MinHealthCheckDuration      = 100 * time.Millisecond
@@ -62,6 +63,9 @@ func (c *CloudConfig) Default() {
 		}
 	}
 	c.HealthChecks.defaults()
+	if c.BGP.AnnounceFrom == "" {
+		c.BGP.AnnounceFrom = DefaultAnnounceFrom
+	}
 	if c.BGP.OnStop == "" {
 		c.BGP.OnStop = DefaultStopMode
 	}

@@ -31,6 +31,12 @@ func (b *BGP) RouterIDAddr() netip.Addr { return b.routerID }
 // Addr is the peer's address.
 func (p *BGPPeer) Addr() netip.Addr { return p.address }
 
+// Selects reports whether the peer's nodeSelector matches node labels
+// (every node when it has none).
+func (p *BGPPeer) Selects(nodeLabels labels.Set) bool {
+	return p.nodeSelector == nil || p.nodeSelector.Matches(nodeLabels)
+}
+
 // LocalAddr is the session's source address; invalid when unset.
 func (p *BGPPeer) LocalAddr() netip.Addr { return p.localAddress }
 

@@ -52,10 +52,10 @@ type HealthChecks struct {
 	// healthzBindAddress). Default: 10256.
 	Port uint16 `json:"port,omitempty"`
 	// Interval is the time between the starts of two checks of a node,
-	// from 100ms to 1m. Default: 500ms.
+	// from 100ms to 1m; a failed check is repeated at once. Default: 1s.
 	Interval *metav1.Duration `json:"interval,omitempty"`
 	// Timeout bounds one check (connect, request, answer), from 100ms to
-	// 1m. Default: 500ms.
+	// 1m. Default: 400ms.
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// FailuresToWithdraw is the failed checks in a row that withdraw a
 	// node, from 1 to 10. Default: 2.
@@ -131,7 +131,29 @@ type BGP struct {
 	// the leader-election Lease shows another live replica, and keeps the
 	// paths otherwise. Default: Auto.
 	OnStop StopMode `json:"onStop,omitempty"`
+	// AnnounceFrom says who announces: Replicas (every CCM replica
+	// announces every address with the nodes as ADD-PATH next hops: one
+	// flat segment, a router with ADD-PATH) or Nodes (the node agent on
+	// every node announces the addresses its node carries, itself as next
+	// hop, to the peers whose nodeSelector matches its node: racks behind
+	// their own routers, routers without ADD-PATH, eBGP multihop). With
+	// Nodes the replicas announce nothing. Default: Replicas.
+	AnnounceFrom AnnounceFrom `json:"announceFrom,omitempty"`
+	// NodeASNLabel, with announceFrom Nodes, is a node label whose value
+	// is the node's own AS number (an AS per rack); a node without the
+	// label uses asn. Default: none (every node uses asn).
+	NodeASNLabel string `json:"nodeASNLabel,omitempty"`
 }
+
+// AnnounceFrom is who announces the addresses.
+type AnnounceFrom string
+
+const (
+	// AnnounceFromReplicas: the CCM replicas, with the nodes as next hops.
+	AnnounceFromReplicas AnnounceFrom = "Replicas"
+	// AnnounceFromNodes: the node agents, each for its own node.
+	AnnounceFromNodes AnnounceFrom = "Nodes"
+)
 
 // StopMode is what the speaker does with its sessions on a clean stop.
 type StopMode string
@@ -170,6 +192,15 @@ type BGPPeer struct {
 	// PodRoutes sends this peer the pod CIDR routes (when routes.enabled).
 	// Default: true.
 	PodRoutes *bool `json:"podRoutes,omitempty"`
+	// NodeSelector, with announceFrom Nodes, picks the nodes whose agents
+	// peer with this router (for example its rack's zone label). Default:
+	// every node.
+	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+	nodeSelector labels.Selector       // NodeSelector, compiled by validation; nil: every node
+	// EBGPMultihop is the TTL of the session's packets, for a router that
+	// is not on the speaker's segment (eBGP multihop), from 1 to 255.
+	// Default: 0 (directly connected only).
+	EBGPMultihop int `json:"ebgpMultihop,omitempty"`
 }
 
 // GracefulRestart configures BGP graceful restart (RFC 4724) for a peer.

@@ -1,10 +1,13 @@
 package healthcheck
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -129,5 +132,47 @@ func TestCheckerFollowsTargets(t *testing.T) {
 	c.Set([]netip.AddrPort{dead})
 	if got := c.State(addr); got != Unknown {
 		t.Errorf("removed target: %v, want unknown", got)
+	}
+}
+
+func TestReadAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name, in   string
+		wantStatus int
+		wantKeep   bool
+		wantErr    bool
+		rest       string // what the reader has left
+	}{
+		{name: "kube-proxy's 200", in: "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}NEXT",
+			wantStatus: 200, wantKeep: true, rest: "NEXT"},
+		{name: "503", in: "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 2\r\n\r\nnoNEXT", wantStatus: 503, wantKeep: true, rest: "NEXT"},
+		{name: "connection close", in: "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", wantStatus: 200},
+		{name: "HTTP/1.0", in: "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", wantStatus: 200},
+		{name: "chunked", in: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n", wantStatus: 200},
+		{name: "no length", in: "HTTP/1.1 200 OK\r\n\r\n", wantStatus: 200},
+		{name: "body too long", in: "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n", wantStatus: 200},
+		{name: "not HTTP", in: "SSH-2.0-OpenSSH\r\n", wantErr: true},
+		{name: "bad status", in: "HTTP/1.1 2x0 OK\r\n\r\n", wantErr: true},
+		{name: "cut short", in: "HTTP/1.1 200 OK\r\nContent-", wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			br := bufio.NewReader(strings.NewReader(tc.in))
+			status, keep, err := readAnswer(br)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err %v, want error %v", err, tc.wantErr)
+			}
+			if tc.wantErr {
+				return
+			}
+			if status != tc.wantStatus || keep != tc.wantKeep {
+				t.Errorf("status %d keep %v, want %d %v", status, keep, tc.wantStatus, tc.wantKeep)
+			}
+			if tc.wantKeep {
+				rest, _ := io.ReadAll(br)
+				if string(rest) != tc.rest {
+					t.Errorf("left %q, want %q", rest, tc.rest)
+				}
+			}
+		})
 	}
 }

@@ -34,8 +34,8 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) 
 	// a decoded Service or Node).
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(dropManagedFields))
 	ann := announcer.New(factory, bs, wantsLoadBalancer, announcer.Options{
-		PodRoutes:   cfg.Routes.Enabled,
-		PodNextHop:  cfg.Routes.NextHopAddressType,
+		PodRoutes:    cfg.Routes.Enabled,
+		PodNextHop:   cfg.Routes.NextHopAddressType,
 		MaxNextHops:  cfg.BGP.MaxPathsPerAddress,
 		HealthChecks: c.healthChecks(cfg.HealthChecks),
 	})

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"strconv"
-	"strings"
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
@@ -28,7 +26,9 @@ type bgpBackend struct {
 }
 
 func newBGPBackend(cfg *config.CloudConfig) (backend, error) {
-	if len(cfg.BGP.Peers) == 0 {
+	// With announceFrom Nodes the node agents announce (cmd/metal-node-agent);
+	// the replicas only allocate.
+	if len(cfg.BGP.Peers) == 0 || cfg.BGP.AnnounceFrom == config.AnnounceFromNodes {
 		return nil, nil
 	}
 	bcfg, err := speakerConfig(&cfg.BGP, &cfg.Routes)
@@ -93,25 +93,13 @@ func speakerConfig(b *config.BGP, r *config.Routes) (bgp.Config, error) {
 	out := bgp.Config{ASN: b.ASN}
 	for i := range b.Peers {
 		p := &b.Peers[i]
-		peer := bgp.Peer{Address: p.Addr(), ASN: p.ASN, Port: p.Port, LocalAddress: p.LocalAddr()}
+		peer, err := bgp.PeerFrom(p, i)
+		if err != nil {
+			return bgp.Config{}, err
+		}
+		peer.LocalAddress = p.LocalAddr()
 		if p.PodRoutes != nil && !*p.PodRoutes {
 			peer.Deny = r.ClusterPrefixes()
-		}
-		if p.HoldTime != nil {
-			peer.HoldTime = p.HoldTime.Duration
-		}
-		if gr := p.GracefulRestart; gr != nil && gr.Enabled != nil && *gr.Enabled {
-			peer.GracefulRestart = true
-			if gr.RestartTime != nil {
-				peer.RestartTime = gr.RestartTime.Duration
-			}
-		}
-		if p.PasswordFile != "" {
-			pw, err := os.ReadFile(p.PasswordFile)
-			if err != nil {
-				return bgp.Config{}, fmt.Errorf("bgp.peers[%d].passwordFile: %w", i, err)
-			}
-			peer.Password = strings.TrimRight(string(pw), "\r\n")
 		}
 		out.Peers = append(out.Peers, peer)
 	}

@@ -59,16 +59,12 @@ func (healthObserver) Changed(_ netip.AddrPort, _, to healthcheck.State) {
 // healthChecks are the announcer's health checks from the config; nil when
 // they are off.
 func (c *Cloud) healthChecks(h config.HealthChecks) *announcer.HealthChecks {
-	if h.Enabled != nil && !*h.Enabled {
+	opts, on := healthcheck.FromConfig(h)
+	if !on {
 		return nil
 	}
 	return &announcer.HealthChecks{
-		Options: healthcheck.Options{
-			Interval:           h.Interval.Duration,
-			Timeout:            h.Timeout.Duration,
-			FailuresToWithdraw: h.FailuresToWithdraw,
-			SuccessesToReturn:  h.SuccessesToReturn,
-		},
+		Options:   opts,
 		ProxyPort: h.Port,
 		Observer:  healthObserver{},
 		Events:    c.nodeHealthEvent,

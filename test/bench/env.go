@@ -194,6 +194,10 @@ bgp:
     asn: %d
     localAddress: %s
     holdTime: 9s
+# The bench's nodes run no kube-proxy and their addresses lead nowhere but
+# the machine's default route: no health checks (scenario 0 measures them).
+healthChecks:
+  enabled: false
 `, lbPool, netlab.DefaultSpeakerASN, netlab.SpeakerAddr(netlab.IPv4, 0), peer, port, netlab.DefaultRouterASN, local)
 	path := filepath.Join(e.o.Dir, "cloud-config.yaml")
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {

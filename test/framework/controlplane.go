@@ -216,14 +216,14 @@ func (cp *ControlPlane) StartKCM(ctx context.Context, o Options) error {
 	}
 	cp.KCM, err = StartProcess("kube-controller-manager", filepath.Join(o.Dir, "logs", "kube-controller-manager.log"), o.Detach, bin,
 		append([]string{"--kubeconfig", cp.AdminKubeconfig,
-		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
-		"--cloud-provider", "external",
-		"--allocate-node-cidrs", "--cluster-cidr", o.ClusterCIDR,
-		"--node-cidr-mask-size-ipv4", "24", "--node-cidr-mask-size-ipv6", "64",
-		"--service-cluster-ip-range", o.ServiceCIDR,
-		"--service-account-private-key-file", filepath.Join(cp.Dir, "pki", "sa.key"),
-		"--root-ca-file", cp.caFile,
-		"--leader-elect=false"}, controllers...)...)
+			"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
+			"--cloud-provider", "external",
+			"--allocate-node-cidrs", "--cluster-cidr", o.ClusterCIDR,
+			"--node-cidr-mask-size-ipv4", "24", "--node-cidr-mask-size-ipv6", "64",
+			"--service-cluster-ip-range", o.ServiceCIDR,
+			"--service-account-private-key-file", filepath.Join(cp.Dir, "pki", "sa.key"),
+			"--root-ca-file", cp.caFile,
+			"--leader-elect=false"}, controllers...)...)
 	if err != nil {
 		return err
 	}

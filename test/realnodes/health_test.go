@@ -3,6 +3,7 @@ package realnodes
 import (
 	"context"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,12 +79,15 @@ func testKubeProxyKilled(t *testing.T, lab *netlab.Lab, nodes []*framework.RealN
 // announced and the replica says it reaches no node.
 func testFailOpen(t *testing.T, lab *netlab.Lab, nodes []*framework.RealNode, ccm *framework.CCM, vip netip.Addr) {
 	t.Run("fail open: every kube-proxy killed", func(t *testing.T) {
+		// Said once each time it happens (also while the nodes started:
+		// Ready before their kube-proxy answered): wait for one more.
+		const said = "No node passes its health check from this replica"
+		before := strings.Count(ccm.Log(), said)
 		for _, n := range nodes {
 			killKubeProxy(t, n)
 		}
-		const said = "No node passes its health check from this replica"
 		err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, withdrawBound, true,
-			func(context.Context) (bool, error) { return ccm.LogContains(said), nil })
+			func(context.Context) (bool, error) { return strings.Count(ccm.Log(), said) > before, nil })
 		if err != nil {
 			t.Fatalf("the CCM never logged %q: %v", said, err)
 		}

@@ -81,11 +81,6 @@ func labNodeIPs(lab *netlab.Lab, i int) []string {
 	return []string{lab.NodeAddrs(netlab.IPv4)[i].String(), lab.NodeAddrs(netlab.IPv6)[i].String()}
 }
 
-// podCIDRs are the pod CIDRs of lab node i.
-func podCIDRs(i int) []string {
-	return []string{fmt.Sprintf("198.19.%d.0/24", 10+i), fmt.Sprintf("2001:db8:19:%d::/64", 10+i)}
-}
-
 // echoReply is what the echo image answers.
 type echoReply struct{ Pod, Node, PodIP, Client string }
 

@@ -105,7 +105,7 @@ routes:
 
 	var pods []v1.Pod
 	t.Run("a Deployment spreads over the nodes", func(t *testing.T) {
-		createDeployment(t, ns, echoDeployment("echo", int32(len(nodes)), nil))
+		createDeployment(t, ns, echoDeployment("echo", int32(len(nodes)), nil)) //nolint:gosec // three nodes
 		pods = waitPods(t, ns, "echo", len(nodes))
 		var on []string
 		for _, p := range pods {

@@ -1,0 +1,107 @@
+// Command metal-node-agent runs on every node (the chart's agent DaemonSet)
+// when bgp.announceFrom is Nodes: it announces over BGP the LoadBalancer
+// addresses its own node carries, the node itself as next hop, to the peers
+// whose nodeSelector matches the node (pkg/agent). It reads Services, Nodes
+// and EndpointSlices and writes nothing; it serves /healthz and /metrics
+// over plain HTTP on a loopback address of the node.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/component-base/cli"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/cli/globalflag"
+	"k8s.io/klog/v2"
+
+	"github.com/metal-ccm/metal-ccm/pkg/agent"
+	"github.com/metal-ccm/metal-ccm/pkg/config"
+)
+
+// options are the agent's flags.
+type options struct {
+	kubeconfig  string
+	cloudConfig string
+	nodeName    string
+	bindAddress string
+}
+
+func (o *options) flags() cliflag.NamedFlagSets {
+	fss := cliflag.NamedFlagSets{}
+	fs := fss.FlagSet("agent")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty: the in-cluster configuration (the pod's ServiceAccount).")
+	fs.StringVar(&o.cloudConfig, "cloud-config", "", "Path to the cloud-config, the same file the CCM reads. Required.")
+	fs.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "This node's name (default: $NODE_NAME, which the chart sets from spec.nodeName).")
+	fs.StringVar(&o.bindAddress, "bind-address", "127.0.0.1:10263", "Address of /healthz and /metrics (plain HTTP: keep it on a loopback address).")
+	return fss
+}
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	o := &options{}
+	cmd := &cobra.Command{
+		Use:   "metal-node-agent",
+		Short: "Announces this node's LoadBalancer addresses over BGP (bgp.announceFrom: Nodes)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// SIGTERM ends the agent: its BGP sessions close with the
+			// process, and routers with graceful restart keep its paths
+			// until it is back (a rolling update).
+			ctx, cancel := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+			defer cancel()
+			return o.run(ctx)
+		},
+		SilenceUsage: true,
+	}
+	fss := o.flags()
+	globalflag.AddGlobalFlags(fss.FlagSet("global"), cmd.Name())
+	for _, fs := range fss.FlagSets {
+		cmd.Flags().AddFlagSet(fs)
+	}
+	return cli.Run(cmd)
+}
+
+func (o *options) run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	if o.cloudConfig == "" || o.nodeName == "" {
+		return errors.New("--cloud-config and --node-name (or $NODE_NAME) are required")
+	}
+	cfg, err := config.LoadFile(o.cloudConfig)
+	if err != nil {
+		return err
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("client configuration: %w", err)
+	}
+	rc.UserAgent = "metal-node-agent"
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	a := &agent.Agent{Config: cfg, Client: cs, NodeName: o.nodeName}
+	srv, err := serveStatus(ctx, o.bindAddress, a)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = srv.Close() }()
+	err = a.Run(ctx)
+	if errors.Is(err, agent.ErrNotNodes) {
+		// Not an error: the same DaemonSet may run while the replicas
+		// announce; it waits for a restart with another config.
+		logger.Info("Idle", "reason", err)
+		<-ctx.Done()
+		return nil
+	}
+	return err
+}

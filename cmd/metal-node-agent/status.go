@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+
+	"github.com/metal-ccm/metal-ccm/pkg/agent"
+)
+
+var (
+	descSession = metrics.NewDesc("metal_ccm_agent_bgp_session_up",
+		"1 when the node agent's BGP session to a peer is established, else 0.",
+		[]string{"peer", "state"}, nil, metrics.ALPHA, "")
+	descPrefixes = metrics.NewDesc("metal_ccm_agent_bgp_announced_prefixes",
+		"Prefixes the node agent announces.", nil, nil, metrics.ALPHA, "")
+)
+
+// collector reads the agent's sessions at scrape time.
+type collector struct {
+	metrics.BaseStableCollector
+	agent *agent.Agent
+}
+
+func (c *collector) DescribeWithStability(ch chan<- *metrics.Desc) {
+	ch <- descSession
+	ch <- descPrefixes
+}
+
+func (c *collector) CollectWithStability(ch chan<- metrics.Metric) {
+	for _, p := range c.agent.Sessions() {
+		up := 0.0
+		if p.State == "established" {
+			up = 1
+		}
+		ch <- metrics.NewLazyConstMetric(descSession, metrics.GaugeValue, up, p.Address.String(), p.State)
+	}
+	ch <- metrics.NewLazyConstMetric(descPrefixes, metrics.GaugeValue, float64(c.agent.Prefixes()))
+}
+
+// serveStatus serves /healthz (200 once the process runs) and /metrics on
+// addr until ctx ends.
+func serveStatus(ctx context.Context, addr string, a *agent.Agent) (*http.Server, error) {
+	legacyregistry.CustomMustRegister(&collector{agent: a})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.Handle("/metrics", legacyregistry.Handler())
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("status address: %w", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.FromContext(ctx).Error(err, "Status server stopped")
+		}
+	}()
+	return srv, nil
+}

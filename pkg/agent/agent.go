@@ -1,0 +1,129 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/metal-ccm/metal-ccm/pkg/announcer"
+	"github.com/metal-ccm/metal-ccm/pkg/bgp"
+	"github.com/metal-ccm/metal-ccm/pkg/config"
+	"github.com/metal-ccm/metal-ccm/pkg/healthcheck"
+	"github.com/metal-ccm/metal-ccm/pkg/lbcontroller"
+)
+
+// ErrNotNodes is returned by Run when the config has the replicas announce
+// (bgp.announceFrom Replicas) or no peers: the agent has nothing to do.
+var ErrNotNodes = errors.New("bgp.announceFrom is not Nodes, or there are no bgp.peers: nothing to announce from this node")
+
+// nodeWait bounds how long the agent waits for its Node to have an IPv4
+// InternalIP (a new node registers after its agent's pod may start).
+const nodeWait = 5 * time.Minute
+
+// Agent announces its node's LoadBalancer addresses.
+type Agent struct {
+	Config   *config.CloudConfig
+	Client   kubernetes.Interface
+	NodeName string
+
+	speaker *bgp.Speaker
+	ann     *announcer.Announcer
+}
+
+// Run announces until ctx ends. The BGP sessions are left to close with the
+// process, without a NOTIFICATION: routers with graceful restart keep the
+// node's paths through a restart of its agent (a rolling update), and drop
+// them after the restart time otherwise.
+func (a *Agent) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithValues("node", a.NodeName)
+	cfg := a.Config
+	if cfg.BGP.AnnounceFrom != config.AnnounceFromNodes || len(cfg.BGP.Peers) == 0 {
+		return ErrNotNodes
+	}
+	node, err := a.waitNode(ctx)
+	if err != nil {
+		return err
+	}
+	bcfg, err := speakerConfig(cfg, node)
+	if err != nil {
+		return err
+	}
+	if len(bcfg.Peers) == 0 {
+		logger.Info("No BGP peer selects this node (bgp.peers[].nodeSelector): nothing is announced from it")
+	}
+	a.speaker, err = bgp.New(bcfg)
+	if err != nil {
+		return fmt.Errorf("BGP speaker: %w", err)
+	}
+	go func() {
+		if err := a.speaker.Start(klog.NewContext(context.WithoutCancel(ctx), logger.WithName("bgp"))); err != nil {
+			logger.Error(err, "BGP speaker stopped")
+		}
+	}()
+	opts := announcer.Options{OnlyNode: a.NodeName, PodRoutes: cfg.Routes.Enabled, PodNextHop: cfg.Routes.NextHopAddressType, MaxNextHops: 1}
+	if hc, on := healthcheck.FromConfig(cfg.HealthChecks); on {
+		opts.HealthChecks = &announcer.HealthChecks{Options: hc, ProxyPort: cfg.HealthChecks.Port}
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(a.Client, 0, informers.WithTransform(dropManagedFields))
+	a.ann = announcer.New(factory, a.speaker, lbcontroller.WantsLoadBalancer, opts)
+	factory.Start(ctx.Done())
+	logger.Info("Announcing this node's LoadBalancer addresses", "asn", bcfg.ASN, "routerID", bcfg.RouterID, "peers", len(bcfg.Peers))
+	a.ann.Run(klog.NewContext(ctx, logger))
+	factory.Shutdown()
+	return nil
+}
+
+// waitNode waits until the agent's Node exists with an IPv4 InternalIP.
+func (a *Agent) waitNode(ctx context.Context) (*v1.Node, error) {
+	var node *v1.Node
+	err := wait.PollUntilContextTimeout(ctx, time.Second, nodeWait, true, func(ctx context.Context) (bool, error) {
+		n, err := a.Client.CoreV1().Nodes().Get(ctx, a.NodeName, metav1.GetOptions{})
+		if err != nil {
+			klog.FromContext(ctx).V(2).Info("Waiting for the node", "node", a.NodeName, "err", err)
+			return false, nil
+		}
+		node = n
+		_, ok := internalIP(n, true)
+		return ok, nil
+	})
+	if err != nil {
+		if node != nil {
+			return nil, fmt.Errorf("node %s: %w", a.NodeName, ErrNoIPv4)
+		}
+		return nil, fmt.Errorf("node %s not found: %w", a.NodeName, err)
+	}
+	return node, nil
+}
+
+// Sessions are the BGP sessions' states (for /metrics and /healthz).
+func (a *Agent) Sessions() []bgp.PeerState {
+	if a.speaker == nil {
+		return nil
+	}
+	return a.speaker.PeerStates()
+}
+
+// Prefixes is how many prefixes the agent announces.
+func (a *Agent) Prefixes() int {
+	if a.speaker == nil {
+		return 0
+	}
+	return len(a.speaker.Prefixes())
+}
+
+// dropManagedFields is an informer transform: the agent reads no
+// managedFields.
+func dropManagedFields(obj any) (any, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}

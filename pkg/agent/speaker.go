@@ -1,0 +1,72 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/metal-ccm/metal-ccm/pkg/bgp"
+	"github.com/metal-ccm/metal-ccm/pkg/config"
+)
+
+// Errors of the agent's BGP config.
+var (
+	// ErrNoIPv4 is returned for a node without an IPv4 InternalIP: the
+	// agent's BGP router ID is its node's IPv4 address.
+	ErrNoIPv4 = errors.New("node has no IPv4 InternalIP for the BGP router ID")
+	// ErrBadASNLabel is returned when bgp.nodeASNLabel's value on the node
+	// is not an AS number.
+	ErrBadASNLabel = errors.New("node's AS-number label is not an AS number")
+)
+
+// speakerConfig is the BGP speaker of node n: the peers whose nodeSelector
+// matches n (each session's source address is the kernel's choice: the
+// node's address on the route to the peer), n's AS number (its
+// bgp.nodeASNLabel label, else bgp.asn) and n's IPv4 InternalIP as router ID.
+func speakerConfig(cfg *config.CloudConfig, n *v1.Node) (bgp.Config, error) {
+	b := &cfg.BGP
+	out := bgp.Config{ASN: b.ASN}
+	if b.NodeASNLabel != "" {
+		if v, ok := n.Labels[b.NodeASNLabel]; ok {
+			asn, err := strconv.ParseUint(v, 10, 32)
+			if err != nil || asn == 0 {
+				return bgp.Config{}, fmt.Errorf("label %s=%q: %w", b.NodeASNLabel, v, ErrBadASNLabel)
+			}
+			out.ASN = uint32(asn)
+		}
+	}
+	id, ok := internalIP(n, true)
+	if !ok {
+		return bgp.Config{}, fmt.Errorf("node %s: %w", n.Name, ErrNoIPv4)
+	}
+	out.RouterID = id
+	for i := range b.Peers {
+		p := &b.Peers[i]
+		if !p.Selects(labels.Set(n.Labels)) {
+			continue
+		}
+		peer, err := bgp.PeerFrom(p, i)
+		if err != nil {
+			return bgp.Config{}, err
+		}
+		out.Peers = append(out.Peers, peer)
+	}
+	return out, nil
+}
+
+// internalIP is the node's first InternalIP of a family.
+func internalIP(n *v1.Node, v4 bool) (netip.Addr, bool) {
+	for _, a := range n.Status.Addresses {
+		if a.Type != v1.NodeInternalIP {
+			continue
+		}
+		if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Unmap().Is4() == v4 {
+			return ip.Unmap(), true
+		}
+	}
+	return netip.Addr{}, false
+}
