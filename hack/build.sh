@@ -11,14 +11,19 @@ mkdir -p "$bin"
 
 # shellcheck source=lib/pinned.sh
 . "$root/hack/lib/pinned.sh"
-BINARIES="etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy" build_pinned tools "$root/hack/tools" -- -o "$bin/" \
+# The Kubernetes binaries report the version they are built from, as a
+# release does (helm install checks a chart's kubeVersion against the API
+# server's): go build alone stamps v0.0.0-master.
+kver=$(cd "$root/hack/tools" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
+kldflags="-X k8s.io/component-base/version.gitVersion=$kver -X k8s.io/component-base/version.gitMajor=$(echo "$kver" | cut -d. -f1 | tr -d v) -X k8s.io/component-base/version.gitMinor=$(echo "$kver" | cut -d. -f2)"
+BINARIES="etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy" build_pinned tools "$root/hack/tools" -- -ldflags "$kldflags" -o "$bin/" \
   k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler \
   k8s.io/kubernetes/cmd/kubectl \
   k8s.io/kubernetes/cmd/kubelet \
   k8s.io/kubernetes/cmd/kube-proxy \
-  ./etcd -- "$root/hack/tools/etcd/main.go"
+  ./etcd -- "$root/hack/tools/etcd/main.go" "$root/hack/build.sh"
 
 # Helm, for the chart's test and the generated manifests (its own tools module).
 "$root/hack/build-helm.sh"

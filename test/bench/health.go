@@ -51,7 +51,6 @@ const (
 	// speaker has tried its peer once by then.
 	healthWarmup = 10 * time.Second
 	// In the namespace, which is the scenario's own, fixed ports are free.
-	healthAPIPort    = 6443  // the API server's relay
 	healthSecurePort = 10258 // the replica's /metrics and /debug/pprof
 	// healthBGPPort is the replica's BGP peer: a closed port on the
 	// namespace's loopback. A peer is needed: without a backend the
@@ -267,7 +266,7 @@ type healthLab struct {
 	ns         string
 	kubeconfig string
 	server     *http.Server
-	relay      net.Listener
+	relay      *framework.Relay
 	// client reaches the replica's secure port on the namespace's loopback.
 	client *http.Client
 	// answers and conns count the /healthz answers and the connections
@@ -313,14 +312,11 @@ func startHealthLab(e *env, ns string) (hl *healthLab, err error) {
 		},
 	}
 	go func() { _ = hl.server.Serve(ln) }()
-	if hl.relay, err = framework.ListenInNetNS(ns, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(healthAPIPort))); err != nil {
-		return hl, fmt.Errorf("bench: health: API relay: %w", err)
+	if hl.relay, err = e.cp.RelayAPIServer(ns); err != nil {
+		return hl, fmt.Errorf("bench: health: %w", err)
 	}
-	go relayAll(hl.relay, e.cp.APIServerAddr())
 	hl.kubeconfig = filepath.Join(e.o.Dir, "health-kubeconfig")
-	c := *e.cp
-	c.URL = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(healthAPIPort))
-	if err := c.WriteKubeconfig(hl.kubeconfig, "admin", e.token); err != nil {
+	if err := hl.relay.WriteKubeconfig(hl.kubeconfig, "admin", e.token); err != nil {
 		return hl, fmt.Errorf("bench: %w", err)
 	}
 	hl.client = &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{
@@ -351,7 +347,7 @@ func (hl *healthLab) close() {
 		_ = hl.server.Close()
 	}
 	if hl.relay != nil {
-		_ = hl.relay.Close()
+		hl.relay.Close()
 	}
 	if hl.client != nil {
 		hl.client.CloseIdleConnections()
@@ -471,31 +467,6 @@ func (hl *healthLab) profileCPU(ctx context.Context, e *env, name string, second
 		}
 	}()
 	return func() { <-done }
-}
-
-// relayAll forwards every connection ln accepts to target, until ln is
-// closed.
-func relayAll(ln net.Listener, target string) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		go relay(c, target)
-	}
-}
-
-func relay(c net.Conn, target string) {
-	defer func() { _ = c.Close() }()
-	up, err := net.DialTimeout("tcp", target, 5*time.Second)
-	if err != nil {
-		return
-	}
-	defer func() { _ = up.Close() }()
-	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
-	<-done
 }
 
 // systemCPU is the CPU time process pid spent in the kernel (stime in

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -66,8 +65,7 @@ type RealNode struct {
 
 	cgroupRoot string   // the kubelet's cgroupRoot, e.g. /mccm-node0-1a2b3c
 	cgroupDirs []string // cgroupRoot in every hierarchy (made by the node in the v1 ones)
-	relay      net.Listener
-	relayWG    sync.WaitGroup
+	relay      *Relay
 	stopOnce   sync.Once
 	cancel     context.CancelFunc // ends setPodCIDRs
 	// holdsRunDirs: the node counts in runDirs.
@@ -165,6 +163,14 @@ func (cp *ControlPlane) startRealNode(ctx context.Context, o RealNodeOptions) (n
 	if err := n.makeCgroupRoot(); err != nil {
 		return n, err
 	}
+	// A node forwards (kubeadm's preflight requires it): kube-proxy sends
+	// a LoadBalancer connection on to a pod on another node. The CNI bridge
+	// plugin turns it on only with the node's first pod, which a node that
+	// runs host-network pods alone never has.
+	if out, err := exec.Command("nsenter", "--net="+filepath.Join("/run/netns", o.NetNS), "--", //nolint:gosec // the harness's own namespace
+		"sysctl", "-q", "-w", "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1").CombinedOutput(); err != nil {
+		return n, fmt.Errorf("real node %s: forwarding: %w: %s", n.Name, err, out)
+	}
 	kubeconfig, err := n.relayAPIServer(cp)
 	if err != nil {
 		return n, err
@@ -234,53 +240,22 @@ func (n *RealNode) processes() []*Process {
 	return ps
 }
 
-// APIPort is the port on which every real node relays the API server.
-const APIPort = 6443
-
-// relayAPIServer makes the API server, which listens on the host's
-// loopback, reachable on port APIPort of every address of the node's
-// namespace: a listener made in that namespace whose connections the test
-// process forwards from the host's. The node's daemons use 127.0.0.1; pods
-// reach it through the kubernetes Service (ServeKubernetesService). It
-// returns the node's kubeconfig: the admin's token (the kubelet's own
-// credentials are not what the tests are about); the API server's
-// certificate is for 127.0.0.1, so TLS verification holds.
+// relayAPIServer makes the API server reachable on port APIPort of every
+// address of the node's namespace (RelayAPIServer). The node's daemons use
+// 127.0.0.1; pods reach it through the kubernetes Service
+// (ServeKubernetesService). It returns the node's kubeconfig: the admin's
+// token (the kubelet's own credentials are not what the tests are about).
 func (n *RealNode) relayAPIServer(cp *ControlPlane) (string, error) {
-	ln, err := ListenInNetNS(n.NetNS, "tcp", net.JoinHostPort("", strconv.Itoa(APIPort)))
+	r, err := cp.RelayAPIServer(n.NetNS)
 	if err != nil {
-		return "", fmt.Errorf("real node %s: API relay: %w", n.Name, err)
+		return "", fmt.Errorf("real node %s: %w", n.Name, err)
 	}
-	n.relay = ln
-	target := cp.APIServerAddr()
-	n.relayWG.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			n.relayWG.Go(func() { relayConn(c, target) })
-		}
-	})
+	n.relay = r
 	kubeconfig := filepath.Join(n.Dir, "kubeconfig")
-	c := *cp
-	c.URL = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(APIPort))
-	if err := c.WriteKubeconfig(kubeconfig, "admin", cp.adminToken); err != nil {
+	if err := r.WriteKubeconfig(kubeconfig, "admin", cp.adminToken); err != nil {
 		return "", err
 	}
 	return kubeconfig, nil
-}
-
-func relayConn(c net.Conn, target string) {
-	defer func() { _ = c.Close() }()
-	up, err := net.DialTimeout("tcp", target, 5*time.Second)
-	if err != nil {
-		return
-	}
-	defer func() { _ = up.Close() }()
-	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
-	<-done
 }
 
 // httpOK reports whether url, fetched from the node's namespace, answers 200.
@@ -394,7 +369,7 @@ func (n *RealNode) Stop() error {
 			errs = append(errs, err)
 		}
 		if n.relay != nil {
-			_ = n.relay.Close()
+			n.relay.Close()
 		}
 		n.killCgroupProcs()
 		if err := n.removeCgroups(); err != nil {

@@ -29,10 +29,14 @@ func (l *Lab) birdLogPath() string { return filepath.Join(l.Dir, "bird.log") }
 // protocolName is the BIRD protocol of speaker i's session of family f.
 func protocolName(f Family, i int) string { return fmt.Sprintf("spk%d_%d", f, i) }
 
+// nodeProtocolName is the BIRD protocol of the session of family f with node
+// i's own address (Options.NodePeers).
+func nodeProtocolName(f Family, i int) string { return fmt.Sprintf("node%d_%d", f, i) }
+
 // birdConfig is the router's configuration: one eBGP session per speaker
-// address and family that accepts several paths per prefix (ADD-PATH receive)
-// and exports nothing, and kernel protocols that merge equal paths into ECMP
-// routes.
+// address (and node address of NodePeers) and family that accepts several
+// paths per prefix (ADD-PATH receive) and exports nothing, and kernel
+// protocols that merge equal paths into ECMP routes.
 func (l *Lab) birdConfig() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "log stderr all;\nrouter id %s;\n\n", RouterAddr(IPv4))
@@ -42,12 +46,12 @@ func (l *Lab) birdConfig() string {
 			f, channel(f))
 	}
 	for _, f := range []Family{IPv4, IPv6} {
-		for i := range l.Opts.Speakers {
-			fmt.Fprintf(&b, "protocol bgp %s {\n", protocolName(f, i))
+		for _, p := range l.Opts.peers(f) {
+			fmt.Fprintf(&b, "protocol bgp %s {\n", p.name)
 			fmt.Fprintf(&b, "\tlocal %s as %d;\n", RouterAddr(f), l.Opts.RouterASN)
-			fmt.Fprintf(&b, "\tneighbor %s as %d;\n", SpeakerAddr(f, i), l.Opts.SpeakerASN)
+			fmt.Fprintf(&b, "\tneighbor %s as %d;\n", p.addr, l.Opts.SpeakerASN)
 			b.WriteString("\tpassive on; # the speakers dial; they do not listen\n")
-			if pw := l.Opts.password(i); pw != "" {
+			if pw := p.password; pw != "" {
 				fmt.Fprintf(&b, "\tpassword %q;\n", pw)
 			}
 			fmt.Fprintf(&b, "\t%s {\n\t\timport all;\n\t\texport none;\n\t\tadd paths rx;\n\t};\n}\n\n", channel(f))
@@ -117,16 +121,15 @@ func (l *Lab) birdSessionStates() (map[netip.Addr]string, error) {
 		if len(fields) < 2 || fields[1] != "BGP" {
 			continue
 		}
-		var f Family
-		var i int
-		if _, err := fmt.Sscanf(fields[0], "spk%d_%d", &f, &i); err != nil {
+		addr, ok := l.Opts.peerAddr(fields[0])
+		if !ok {
 			continue
 		}
 		state := fields[3] // "start", "up", "down"
 		if len(fields) > 5 {
 			state = fields[5] // "Established", "Active", ... then details
 		}
-		states[SpeakerAddr(f, i)] = state
+		states[addr] = state
 	}
 	return states, nil
 }

@@ -126,7 +126,7 @@ func (l *Lab) startFRR() error {
 	l.bgpd = bgpd
 	l.mu.Unlock()
 	// Ready when bgpd has read its config: every session is there.
-	want := 2 * l.Opts.Speakers
+	want := len(l.Opts.peers(IPv4)) + len(l.Opts.peers(IPv6))
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		states, err := l.frrSessionStates()

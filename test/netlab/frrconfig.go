@@ -7,7 +7,7 @@ import (
 
 // frrConfig is bgpd's configuration, the FRR twin of birdConfig and the same
 // shape as the FRR example in docs/routes.md: one passive eBGP session per
-// speaker address and family, grouped per family, that accepts every route
+// speaker address (and node address of NodePeers) and family, grouped per family, that accepts every route
 // and sends none, and up to 64 paths per prefix installed as one ECMP route.
 // FRR receives ADD-PATH paths by default (nothing to configure) and is a
 // graceful-restart helper by default (kept at its defaults, see the comment
@@ -35,14 +35,13 @@ func (l *Lab) frrConfig() (string, error) {
 		fmt.Fprintf(&b, " neighbor %s peer-group\n", group)
 		fmt.Fprintf(&b, " neighbor %s remote-as %d\n", group, l.Opts.SpeakerASN)
 		fmt.Fprintf(&b, " neighbor %s passive\n", group) // the speakers dial; they do not listen
-		for i := range l.Opts.Speakers {
-			a := SpeakerAddr(f, i)
-			fmt.Fprintf(&b, " neighbor %s peer-group %s\n", a, group)
-			if pw := l.Opts.password(i); pw != "" {
+		for _, p := range l.Opts.peers(f) {
+			fmt.Fprintf(&b, " neighbor %s peer-group %s\n", p.addr, group)
+			if pw := p.password; pw != "" {
 				if err := checkFRRPassword(pw); err != nil {
-					return "", fmt.Errorf("netlab FRR config, speaker %d: %w", i, err)
+					return "", fmt.Errorf("netlab FRR config, peer %s: %w", p.addr, err)
 				}
-				fmt.Fprintf(&b, " neighbor %s password %s\n", a, pw)
+				fmt.Fprintf(&b, " neighbor %s password %s\n", p.addr, pw)
 			}
 		}
 	}

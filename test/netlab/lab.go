@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -71,6 +72,11 @@ type Options struct {
 	Passwords map[int]string
 	// Router is the BGP implementation of the router (default RouterBIRD).
 	Router RouterKind
+	// NodePeers are node indexes whose own segment addresses (NodeAddr, both
+	// families) get a passive BGP session like the speakers' (ASN SpeakerASN,
+	// password Password): for a speaker that runs inside a node namespace,
+	// such as a CCM pod on a real node's host network.
+	NodePeers []int
 }
 
 func (o *Options) defaults() error {
@@ -98,7 +104,48 @@ func (o *Options) defaults() error {
 	if o.Speakers < 1 || o.Speakers > maxSpeakers {
 		return fmt.Errorf("speakers %d out of range 1..%d", o.Speakers, maxSpeakers)
 	}
+	for j, i := range o.NodePeers {
+		if i < 0 || i >= o.Nodes {
+			return fmt.Errorf("node peer %d out of range 0..%d", i, o.Nodes-1)
+		}
+		if slices.Contains(o.NodePeers[:j], i) {
+			return fmt.Errorf("node peer %d given twice", i)
+		}
+	}
 	return nil
+}
+
+// peer is one of the router's BGP sessions.
+type peer struct {
+	name     string // BIRD's protocol name, unique per family and address
+	addr     netip.Addr
+	password string
+}
+
+// peers are the router's sessions of family f: one per speaker address,
+// then one per node of NodePeers.
+func (o *Options) peers(f Family) []peer {
+	var out []peer
+	for i := range o.Speakers {
+		out = append(out, peer{name: protocolName(f, i), addr: SpeakerAddr(f, i), password: o.password(i)})
+	}
+	for _, i := range o.NodePeers {
+		out = append(out, peer{name: nodeProtocolName(f, i), addr: NodeAddr(f, i), password: o.Password})
+	}
+	return out
+}
+
+// peerAddr is the address of the session BIRD names protocol, if it is one
+// of the lab's.
+func (o *Options) peerAddr(protocol string) (netip.Addr, bool) {
+	for _, f := range []Family{IPv4, IPv6} {
+		for _, p := range o.peers(f) {
+			if p.name == protocol {
+				return p.addr, true
+			}
+		}
+	}
+	return netip.Addr{}, false
 }
 
 // password is the TCP MD5 password of speaker i's sessions.

@@ -85,6 +85,74 @@ func TestAddressPlan(t *testing.T) {
 	}
 }
 
+// TestNodePeers checks the sessions with node addresses (Options.NodePeers):
+// their validation, both routers' configs and the names BIRD reports them by.
+func TestNodePeers(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		peers []int
+		ok    bool
+	}{
+		{"none", nil, true},
+		{"two", []int{0, 2}, true},
+		{"negative", []int{-1}, false},
+		{"past the last node", []int{3}, false},
+		{"twice", []int{1, 1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Options{Nodes: 3, NodePeers: tc.peers}
+			if err := o.defaults(); (err == nil) != tc.ok {
+				t.Errorf("defaults() = %v, want ok %v", err, tc.ok)
+			}
+		})
+	}
+
+	o := Options{Speakers: 1, NodePeers: []int{1}, Password: "s3cret"}
+	if err := o.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	l := &Lab{Opts: o}
+	bird := l.birdConfig()
+	for _, want := range []string{
+		"protocol bgp node4_1 {\n", "neighbor 198.18.10.12 as 64512;", "protocol bgp node6_1 {\n",
+		"neighbor 2001:db8:10::12 as 64512;", "neighbor 198.18.10.2 as 64512;",
+	} {
+		if !strings.Contains(bird, want) {
+			t.Errorf("bird config lacks %q:\n%s", want, bird)
+		}
+	}
+	if got := strings.Count(bird, `password "s3cret";`); got != 4 {
+		t.Errorf("bird config has %d passwords, want 4 (2 speaker and 2 node sessions):\n%s", got, bird)
+	}
+	for name, want := range map[string]string{"node4_1": "198.18.10.12", "node6_1": "2001:db8:10::12", "spk6_0": "2001:db8:10::2"} {
+		if a, ok := o.peerAddr(name); !ok || a.String() != want {
+			t.Errorf("peerAddr(%s) = %v, %v; want %s", name, a, ok, want)
+		}
+	}
+	if a, ok := o.peerAddr("node4_0"); ok {
+		t.Errorf("peerAddr(node4_0) = %v: node 0 has no session", a)
+	}
+	paths, err := parseBirdPaths("198.18.110.1/32 unicast [node4_1 12:00:00.000] * (100) [AS64512i]\n\tvia 198.18.10.13 on br0\n", o.peerAddr)
+	if err != nil || len(paths) != 1 || paths[0].Peer.String() != "198.18.10.12" || paths[0].NextHop.String() != "198.18.10.13" {
+		t.Errorf("BIRD path from a node session = %v, %v", paths, err)
+	}
+
+	l.Opts.Router = RouterFRR
+	frr, err := l.frrConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"neighbor 198.18.10.12 peer-group CCM\n", "neighbor 2001:db8:10::12 peer-group CCM6\n",
+		"neighbor 198.18.10.12 password s3cret\n", "neighbor 198.18.10.2 peer-group CCM\n",
+	} {
+		if !strings.Contains(frr, want) {
+			t.Errorf("FRR config lacks %q:\n%s", want, frr)
+		}
+	}
+	frrDryRun(t, frr)
+}
+
 // TestLab builds a lab per router and checks its data plane, its host
 // attachment, a router restart and that Close leaves nothing behind.
 func TestLab(t *testing.T) {
@@ -94,7 +162,7 @@ func TestLab(t *testing.T) {
 }
 
 func testLab(t *testing.T, kind RouterKind) {
-	l := New(t, Options{Nodes: 2, Speakers: 2, Router: kind})
+	l := New(t, Options{Nodes: 2, Speakers: 2, NodePeers: []int{1}, Router: kind})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -159,8 +227,13 @@ func testLab(t *testing.T, kind RouterKind) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(states) != 4 {
-		t.Errorf("session states = %v, want 4 sessions", states)
+	if len(states) != 6 {
+		t.Errorf("session states = %v, want 6 sessions (2 speakers and node 1, both families)", states)
+	}
+	for _, a := range []netip.Addr{NodeAddr(IPv4, 1), NodeAddr(IPv6, 1)} {
+		if _, ok := states[a]; !ok {
+			t.Errorf("session states = %v: none with node address %s", states, a)
+		}
 	}
 
 	pid := l.RouterPID()

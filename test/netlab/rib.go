@@ -36,7 +36,7 @@ func (l *Lab) BGPPaths(prefix netip.Prefix) ([]Path, error) {
 		}
 		return nil, fmt.Errorf("%w: %s", err, out)
 	}
-	return parseBirdPaths(out)
+	return parseBirdPaths(out, l.Opts.peerAddr)
 }
 
 // parseFRRPaths reads `show bgp ... PREFIX json` ({} when there is none).
@@ -70,19 +70,19 @@ func parseFRRPaths(data []byte) ([]Path, error) {
 }
 
 // parseBirdPaths reads `birdc show route PREFIX all`: each route line names
-// its protocol ("[spk4_0 ...]", the session with speaker 0 of IPv4) and the
-// next line its next hop ("via ADDR on DEV"). Routes of other protocols (the
-// kernel's) are skipped.
-func parseBirdPaths(out string) ([]Path, error) {
+// its protocol ("[spk4_0 ...]", the session with speaker 0 of IPv4, whose
+// address peerAddr knows) and the next line its next hop ("via ADDR on DEV").
+// Routes of other protocols (the kernel's) are skipped.
+func parseBirdPaths(out string, peerAddr func(protocol string) (netip.Addr, bool)) ([]Path, error) {
 	var paths []Path
 	var peer netip.Addr
 	for _, line := range strings.Split(out, "\n") {
 		if i := strings.Index(line, "["); i >= 0 && strings.Contains(line, "unicast") {
 			peer = netip.Addr{}
-			var f Family
-			var n int
-			if _, err := fmt.Sscanf(line[i+1:], "spk%d_%d", &f, &n); err == nil {
-				peer = SpeakerAddr(f, n)
+			if name, _, ok := strings.Cut(line[i+1:], " "); ok {
+				if a, ok := peerAddr(name); ok {
+					peer = a
+				}
 			}
 			continue
 		}

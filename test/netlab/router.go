@@ -114,8 +114,8 @@ func (l *Lab) readRouterLog() string {
 	return readLog("bird", l.birdLogPath())
 }
 
-// SessionStates maps each speaker address to the state of the router's BGP
-// session with it ("Established", "Active", "Connect", ...), with the same
+// SessionStates maps each speaker address (and node address of NodePeers)
+// to the state of the router's BGP session with it ("Established", "Active", "Connect", ...), with the same
 // words for both routers.
 func (l *Lab) SessionStates() (map[netip.Addr]string, error) {
 	if l.Opts.Router == RouterFRR {
@@ -125,7 +125,7 @@ func (l *Lab) SessionStates() (map[netip.Addr]string, error) {
 }
 
 // WaitEstablished polls until the router's sessions with all the given
-// speaker addresses are established.
+// speaker (or NodePeers node) addresses are established.
 func (l *Lab) WaitEstablished(ctx context.Context, addrs ...netip.Addr) error {
 	return poll(ctx, func() (bool, string) {
 		states, err := l.SessionStates()

@@ -1,0 +1,233 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/metal-ccm/metal-ccm/test/framework"
+	"github.com/metal-ccm/metal-ccm/test/netlab"
+)
+
+// agentConfig is the cloud-config of announceFrom Nodes: every node's
+// agent peers with the router from its own address (no localAddress: the
+// kernel's choice), with a short hold time so that a killed agent's paths
+// go within seconds. The nodes run no kube-proxy here: no health checks.
+func agentConfig(pool4, pool6 string) string {
+	return fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
+kind: CloudConfig
+loadBalancer:
+  pools:
+  - name: default
+    addresses: [%s, %q]
+bgp:
+  asn: %d
+  announceFrom: Nodes
+  peers:
+  - {address: %s, asn: %d, holdTime: 3s, gracefulRestart: {enabled: false}}
+  - {address: %q, asn: %d, holdTime: 3s, gracefulRestart: {enabled: false}}
+healthChecks:
+  enabled: false
+`, pool4, pool6, netlab.DefaultSpeakerASN, netlab.RouterAddr(netlab.IPv4), netlab.DefaultRouterASN,
+		netlab.RouterAddr(netlab.IPv6), netlab.DefaultRouterASN)
+}
+
+// agentKubeconfig creates the node agent's ServiceAccount with the least
+// privilege it needs (read Services, Nodes and EndpointSlices; create
+// Events) and returns a kubeconfig with its token for clients in netns.
+func agentKubeconfig(t *testing.T, ctx context.Context) (write func(relay *framework.Relay, path string) error) {
+	t.Helper()
+	const name = "metal-node-agent-e2e"
+	sa := &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: name}}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"services", "nodes"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{discoveryv1.GroupName}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
+		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+	}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "kube-system", Name: name}}}
+	for _, create := range []func() error{
+		func() error {
+			_, err := client.CoreV1().ServiceAccounts("kube-system").Create(ctx, sa, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
+			return err
+		},
+	} {
+		if err := create(); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = client.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
+		_ = client.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})
+		_ = client.CoreV1().ServiceAccounts("kube-system").Delete(ctx, name, metav1.DeleteOptions{})
+	})
+	tokenKubeconfig, err := cp.ServiceAccountKubeconfig(ctx, "kube-system", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(relay *framework.Relay, path string) error {
+		// The token of the ServiceAccount's kubeconfig, at the relay's address.
+		b, err := os.ReadFile(tokenKubeconfig) //nolint:gosec // the harness's own file
+		if err != nil {
+			return err
+		}
+		token := ""
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "token: "); ok {
+				token = v
+			}
+		}
+		return relay.WriteKubeconfig(path, name, token)
+	}
+}
+
+// agent is a node agent running in a lab node's namespace.
+type agent struct {
+	*framework.Process
+	start func() (*framework.Process, error)
+}
+
+// startAgents starts the real metal-node-agent binary in every node
+// namespace of the lab, as node lab.NodeName(i), with the agent's
+// ServiceAccount; they are stopped by PID when the test ends.
+func startAgents(t *testing.T, lab *netlab.Lab, cfg string) []*agent {
+	t.Helper()
+	ctx := context.Background()
+	bin, err := framework.Binary("metal-node-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := agentKubeconfig(t, ctx)
+	dir := t.TempDir()
+	var agents []*agent
+	for i, ns := range lab.Nodes {
+		relay, err := cp.RelayAPIServer(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(relay.Close)
+		kc := filepath.Join(dir, fmt.Sprintf("kubeconfig-%d", i))
+		if err := write(relay, kc); err != nil {
+			t.Fatal(err)
+		}
+		name := lab.NodeName(i)
+		a := &agent{start: func() (*framework.Process, error) {
+			return framework.StartProcess("agent-"+name, filepath.Join(cp.Dir, "logs", "agent-"+name+".log"), false,
+				"nsenter", "--net=/run/netns/"+ns, "--", bin, "--kubeconfig", kc, "--cloud-config", cfg,
+				"--node-name", name, "--v", "2")
+		}}
+		if a.Process, err = a.start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("%s log, last %d lines:\n%s", a.Name, framework.FailureLogLines, a.LogTail(framework.FailureLogLines))
+			}
+			a.Stop(5 * time.Second)
+		})
+		agents = append(agents, a)
+	}
+	return agents
+}
+
+// TestNodeAgents: with bgp.announceFrom Nodes the replicas only allocate,
+// and the real agent binary on each node announces each address its node
+// carries, itself as the next hop, on its own session (no ADD-PATH
+// needed); a killed agent's path goes with its session and returns with
+// it; the agents' least-privilege ServiceAccount is never refused.
+func TestNodeAgents(t *testing.T) {
+	lab := netlab.New(t, netlab.Options{Nodes: 3, Speakers: 1, NodePeers: []int{0, 1, 2}})
+	registerLabNodes(t, lab)
+	cfg := filepath.Join(t.TempDir(), "cloud-config.yaml")
+	if err := os.WriteFile(cfg, []byte(agentConfig("198.18.170.0/24", "2001:db8:170::/120")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ccm := cp.StartCCMForTest(t, framework.CCMOptions{Name: "ccm-agents", CloudConfig: cfg, HealthChecks: true,
+		Args: []string{"--leader-elect-resource-name", "e2e-agents"}})
+	ns := framework.NewNamespace(t, client, framework.NamespaceName(t), framework.ReleaseServices(30*time.Second))
+	agents := startAgents(t, lab, cfg)
+	ctx := context.Background()
+
+	hops := lab.NodeAddrs(netlab.IPv4)
+	framework.CreateLoadBalancer(t, client, ns, "web")
+	vip := waitVIPs(t, ns, "web", 1)[0]
+	waitRoute(t, lab, vip, hops...)
+	if err := lab.ServeVIP(vip); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lab.ClientGet(ctx, netlab.VIPURL(vip)); err != nil {
+		t.Errorf("%s does not answer: %v", vip, err)
+	}
+	// The replica announces nothing: each path is a node's own session,
+	// one path per session.
+	paths, err := lab.BGPPaths(netlab.HostPrefix(vip))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("router's BGP paths of %s: %v", vip, paths)
+	if len(paths) != len(hops) {
+		t.Errorf("router has %d paths for %s, want one per node (%d): %v", len(paths), vip, len(hops), paths)
+	}
+	for _, p := range paths {
+		if p.Peer != p.NextHop {
+			t.Errorf("path %v: the next hop is not the node that sent it", p)
+		}
+	}
+	if ccm.LogContains("BGP session state changed") {
+		t.Error("the replica runs BGP sessions with announceFrom Nodes")
+	}
+
+	t.Run("Local narrows to the node with an endpoint", func(t *testing.T) {
+		framework.CreateLoadBalancer(t, client, ns, "local", framework.Local)
+		local := waitVIPs(t, ns, "local", 1)[0]
+		slice := framework.EndpointSlice(ns, "local", "e2e", framework.Endpoint{Address: "198.19.1.5", Node: lab.NodeName(1)})
+		if _, err := client.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitRoute(t, lab, local, hops[1])
+	})
+
+	t.Run("a killed agent's path goes with its session and returns", func(t *testing.T) {
+		a := agents[2]
+		if err := syscall.Kill(a.PID(), syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-a.Done()
+		start := time.Now()
+		waitRoute(t, lab, vip, hops[:2]...)
+		t.Logf("agent of %s killed: its path gone after %.1fs (its session closed with the process)", lab.NodeName(2), time.Since(start).Seconds())
+		p, err := a.start()
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Process = p
+		waitRoute(t, lab, vip, hops...)
+	})
+
+	for _, a := range agents {
+		if a.LogContains("forbidden") {
+			t.Errorf("%s was refused something:\n%s", a.Name, a.LogTail(20))
+		}
+	}
+}

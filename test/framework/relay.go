@@ -1,0 +1,71 @@
+package framework
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// APIPort is the port on which a Relay serves the API server in a network
+// namespace.
+const APIPort = 6443
+
+// Relay makes the API server, which listens on the host's loopback,
+// reachable in a network namespace on port APIPort of every address there:
+// a listener made in the namespace whose connections the test process
+// forwards to the API server. The API server's certificate is for
+// 127.0.0.1, so a client in the namespace that dials 127.0.0.1:APIPort
+// verifies it.
+type Relay struct {
+	cp *ControlPlane
+	ln net.Listener
+	wg sync.WaitGroup
+}
+
+// RelayAPIServer starts a relay into the network namespace netns (a name
+// under /run/netns). Close it when done.
+func (cp *ControlPlane) RelayAPIServer(netns string) (*Relay, error) {
+	ln, err := ListenInNetNS(netns, "tcp", net.JoinHostPort("", strconv.Itoa(APIPort)))
+	if err != nil {
+		return nil, fmt.Errorf("API relay into %s: %w", netns, err)
+	}
+	r := &Relay{cp: cp, ln: ln}
+	target := cp.APIServerAddr()
+	r.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			r.wg.Go(func() { relayConn(c, target) })
+		}
+	})
+	return r, nil
+}
+
+// WriteKubeconfig writes a kubeconfig for clients in the namespace: the
+// relay's address and the given user and token.
+func (r *Relay) WriteKubeconfig(path, user, token string) error {
+	c := *r.cp
+	c.URL = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(APIPort))
+	return c.WriteKubeconfig(path, user, token)
+}
+
+// Close stops accepting; connections in flight end with their peers.
+func (r *Relay) Close() { _ = r.ln.Close() }
+
+func relayConn(c net.Conn, target string) {
+	defer func() { _ = c.Close() }()
+	up, err := net.DialTimeout("tcp", target, 5*time.Second)
+	if err != nil {
+		return
+	}
+	defer func() { _ = up.Close() }()
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
+	<-done
+}
