@@ -25,6 +25,10 @@ type HealthChecks struct {
 	Observer healthcheck.Observer
 	// Events records a node's withdrawal and return; may be nil.
 	Events func(node string, healthy bool, target netip.AddrPort)
+	// Unreachable is told when this replica starts and stops reaching no
+	// node at all (every node's check fails: all stay announced); may be
+	// nil.
+	Unreachable func(unreachable bool, nodes int)
 }
 
 // checker is what the announcer needs of a healthcheck.Checker.
@@ -154,6 +158,9 @@ func (h *health) report(ctx context.Context, eligible map[string]nodeHops) {
 		if h.checker.State(target(hops, h.opts.ProxyPort)) != healthcheck.Unhealthy {
 			if h.unreachable.Swap(false) {
 				klog.FromContext(ctx).Info("Node health checks pass again", "nodes", len(eligible))
+				if h.opts.Unreachable != nil {
+					h.opts.Unreachable(false, len(eligible))
+				}
 			}
 			return
 		}
@@ -161,6 +168,9 @@ func (h *health) report(ctx context.Context, eligible map[string]nodeHops) {
 	if !h.unreachable.Swap(true) {
 		klog.FromContext(ctx).Error(nil, "No node passes its health check from this replica: every eligible node stays announced (fail open)",
 			"nodes", len(eligible), "port", h.opts.ProxyPort)
+		if h.opts.Unreachable != nil {
+			h.opts.Unreachable(true, len(eligible))
+		}
 	}
 }
 

@@ -37,7 +37,7 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) 
 		PodRoutes:    cfg.Routes.Enabled,
 		PodNextHop:   cfg.Routes.NextHopAddressType,
 		MaxNextHops:  cfg.BGP.MaxPathsPerAddress,
-		HealthChecks: c.healthChecks(cfg.HealthChecks),
+		HealthChecks: c.healthChecks(cfg.HealthChecks, newPodEvents(ctx, cs)),
 	})
 	c.announcer.Store(ann)
 	factory.Start(ctx.Done())

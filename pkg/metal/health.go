@@ -1,11 +1,17 @@
 package metal
 
 import (
+	"context"
 	"net/netip"
+	"os"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics"
 
 	"github.com/metal-ccm/metal-ccm/pkg/announcer"
@@ -20,6 +26,11 @@ const (
 	ReasonNodeWithdrawn = "NodeHealthCheckFailed"
 	// ReasonNodeReturned: the node passes again and is announced again.
 	ReasonNodeReturned = "NodeHealthCheckPassed"
+	// ReasonNoNodeReachable, on a replica's own Pod: no node passes its
+	// health check from this replica; every eligible node stays announced.
+	ReasonNoNodeReachable = "NoNodeReachable"
+	// ReasonNodesReachable, on a replica's own Pod: nodes pass again.
+	ReasonNodesReachable = "NodesReachable"
 )
 
 var (
@@ -58,17 +69,55 @@ func (healthObserver) Changed(_ netip.AddrPort, _, to healthcheck.State) {
 
 // healthChecks are the announcer's health checks from the config; nil when
 // they are off.
-func (c *Cloud) healthChecks(h config.HealthChecks) *announcer.HealthChecks {
+func (c *Cloud) healthChecks(h config.HealthChecks, self podEvents) *announcer.HealthChecks {
 	opts, on := healthcheck.FromConfig(h)
 	if !on {
 		return nil
 	}
 	return &announcer.HealthChecks{
-		Options:   opts,
-		ProxyPort: h.Port,
-		Observer:  healthObserver{},
-		Events:    c.nodeHealthEvent,
+		Options:     opts,
+		ProxyPort:   h.Port,
+		Observer:    healthObserver{},
+		Events:      c.nodeHealthEvent,
+		Unreachable: self.unreachable,
 	}
+}
+
+// podEvents records Events on this replica's own Pod, named by the
+// POD_NAMESPACE and POD_NAME variables (the chart sets them from the
+// Downward API); without them, or outside a pod, it records nothing (the
+// log says the same). Every replica has one, unlike the leader's recorder.
+type podEvents struct {
+	rec record.EventRecorder
+	pod *v1.ObjectReference
+}
+
+// newPodEvents starts a recorder for this replica's Pod, stopped with ctx.
+func newPodEvents(ctx context.Context, cs kubernetes.Interface) podEvents {
+	ns, name := os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME")
+	if ns == "" || name == "" {
+		return podEvents{}
+	}
+	bc := record.NewBroadcaster(record.WithContext(ctx))
+	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	go func() {
+		<-ctx.Done()
+		bc.Shutdown()
+	}()
+	return podEvents{rec: bc.NewRecorder(scheme.Scheme, v1.EventSource{Component: eventComponent}),
+		pod: &v1.ObjectReference{Kind: "Pod", Namespace: ns, Name: name}}
+}
+
+func (p podEvents) unreachable(unreachable bool, nodes int) {
+	if p.rec == nil {
+		return
+	}
+	if unreachable {
+		p.rec.Eventf(p.pod, v1.EventTypeWarning, ReasonNoNodeReachable,
+			"None of the %d eligible nodes passes its health check from this replica: all stay announced (fail open); check this node's network and the nodes' kube-proxy port", nodes)
+		return
+	}
+	p.rec.Eventf(p.pod, v1.EventTypeNormal, ReasonNodesReachable, "Nodes pass their health checks from this replica again")
 }
 
 // nodeHealthEvent records a node's withdrawal or return (on the leader,
