@@ -82,7 +82,7 @@ func testFailOpen(t *testing.T, lab *netlab.Lab, nodes []*framework.RealNode, cc
 		// Said once each time it happens (also while the nodes started:
 		// Ready before their kube-proxy answered): wait for one more.
 		const said = "No node passes its health check from this replica"
-		before := strings.Count(ccm.Log(), said)
+		before, eventsBefore := strings.Count(ccm.Log(), said), podEvents(t, "NoNodeReachable")
 		for _, n := range nodes {
 			killKubeProxy(t, n)
 		}
@@ -94,6 +94,11 @@ func testFailOpen(t *testing.T, lab *netlab.Lab, nodes []*framework.RealNode, cc
 		r, ok, err := lab.Route(netlab.HostPrefix(vip))
 		if err != nil || !ok || len(r.NextHops) != len(nodes) {
 			t.Errorf("with every check failing, route %s: %v (found %v, %v), want all %d nodes", vip, r.NextHops, ok, err, len(nodes))
+		}
+		err = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true,
+			func(context.Context) (bool, error) { return podEvents(t, "NoNodeReachable") > eventsBefore, nil })
+		if err != nil {
+			t.Errorf("no NoNodeReachable Event on the replica's Pod: %v", err)
 		}
 	})
 	waitHops(t, lab, vip, time.Minute, lab.NodeAddrs(netlab.IPv4)...)
@@ -163,4 +168,21 @@ func testLocalFollowsHealth(t *testing.T, lab *netlab.Lab, ns string, nodes []*f
 			t.Errorf("answered by %+v (%v), want the pod on %s", got, err, nodes[2].Name)
 		}
 	})
+}
+
+// podEvents counts the Events of a reason on the replica's own Pod
+// (repeated ones count their repetitions).
+func podEvents(t *testing.T, reason string) int32 {
+	t.Helper()
+	l, err := client.CoreV1().Events("kube-system").List(context.Background(), metav1.ListOptions{
+		FieldSelector: "involvedObject.kind=Pod,involvedObject.name=" + ccmPodName + ",reason=" + reason,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int32
+	for _, e := range l.Items {
+		n += max(e.Count, 1)
+	}
+	return n
 }

@@ -21,6 +21,9 @@ import (
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
 
+// ccmPodName is the Pod the replica's Events about itself name.
+const ccmPodName = "ccm-realnodes"
+
 // labZone is the zone the cloud-config's topology rule gives the lab's
 // segment.
 const labZone = "lab-a"
@@ -46,7 +49,10 @@ func TestRealNodes(t *testing.T) {
 routes:
   enabled: true
 `, netip.PrefixFrom(lab.NodeAddrs(netlab.IPv4)[0], 24).Masked(), labZone))
-	ccm := cp.StartCCMForTest(t, framework.CCMOptions{Name: "ccm-realnodes", CloudConfig: cfg, HealthChecks: true, Args: []string{
+	// POD_NAME and POD_NAMESPACE as the chart sets them: the replica's
+	// Events about itself name this (absent) Pod.
+	ccm := cp.StartCCMForTest(t, framework.CCMOptions{Name: "ccm-realnodes", CloudConfig: cfg, HealthChecks: true,
+		Wrapper: []string{"env", "POD_NAMESPACE=kube-system", "POD_NAME=" + ccmPodName}, Args: []string{
 		"--leader-elect-resource-name", "realnodes", "--cluster-cidr", framework.DefaultClusterCIDR,
 		"--allocate-node-cidrs=false", "--configure-cloud-routes=true", "--route-reconciliation-period", "2s",
 		"--node-monitor-period", "1s",
