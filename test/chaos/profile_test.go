@@ -17,13 +17,17 @@ type profile struct {
 	routeServices, routerRestarts, flaps int
 	// cutServices exist while a replica is cut off.
 	cutServices int
+	// powerOffs are node power-offs with the node health checks on;
+	// powerOffsNoChecks, with them off (today's behaviour, for comparison:
+	// each waits for the node-monitor grace period).
+	powerOffs, powerOffsNoChecks int
 }
 
 var profiles = map[string]profile{
 	"short": {name: "short", stormServices: 60, kills: 3, apiServices: 40, apiRestarts: 1,
-		routeServices: 30, routerRestarts: 1, flaps: 1, cutServices: 10},
+		routeServices: 30, routerRestarts: 1, flaps: 1, cutServices: 10, powerOffs: 1},
 	"full": {name: "full", stormServices: 1000, kills: 20, apiServices: 300, apiRestarts: 2,
-		routeServices: 500, routerRestarts: 3, flaps: 5, cutServices: 50},
+		routeServices: 500, routerRestarts: 3, flaps: 5, cutServices: 50, powerOffs: 10, powerOffsNoChecks: 2},
 }
 
 // errProfile refuses an unknown CHAOS_PROFILE.

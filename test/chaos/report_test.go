@@ -37,7 +37,8 @@ var (
 )
 
 // faultOrder is the order of the table's rows, by the start of their fault.
-var faultOrder = []string{"SIGKILL", "SIGTERM", "kube-apiserver", "router", "BGP", "follower", "leader", "config reload: a new", "config reload: an invalid"}
+var faultOrder = []string{"SIGKILL", "SIGTERM", "kube-apiserver", "router", "BGP", "follower", "leader", "config reload: a new", "config reload: an invalid",
+	"node power-off (", "node power-off,"}
 
 func rank(fault string) int {
 	for i, p := range faultOrder {
@@ -137,13 +138,49 @@ func writeReport(path string) error {
 	if begin < 0 || end < begin {
 		return fmt.Errorf("write chaos report: %s lacks %s ... %s", path, beginMarker, endMarker)
 	}
-	section := fmt.Sprintf("%s\nProfile `%s`, %s, on %s.\n\n%s", beginMarker, prof.name,
-		time.Now().UTC().Format("2006-01-02"), machine(), table())
+	tbl, kept := mergeRows(text[begin:end], table())
+	note := ""
+	if kept > 0 {
+		note = fmt.Sprintf(" %d rows are of faults this run did not inject, kept from an earlier run.", kept)
+	}
+	section := fmt.Sprintf("%s\nProfile `%s`, %s, on %s.%s\n\n%s", beginMarker, prof.name,
+		time.Now().UTC().Format("2006-01-02"), machine(), note, tbl)
 	out := text[:begin] + section + text[end:]
 	if err := os.WriteFile(path, []byte(out), 0o644); err != nil { //nolint:gosec // documentation, world-readable
 		return fmt.Errorf("write chaos report: %w", err)
 	}
 	return nil
+}
+
+// mergeRows is the table fresh (this run's) with the rows of old (the
+// report's current table) whose fault this run did not record, in the
+// faults' order, and how many rows were kept: a run of some tests (-run)
+// replaces their rows and leaves the others.
+func mergeRows(old, fresh string) (string, int) {
+	lines := strings.Split(strings.TrimRight(fresh, "\n"), "\n")
+	header, rows := lines[:2], lines[2:]
+	seen := map[string]bool{}
+	for _, r := range rows {
+		seen[rowFault(r)] = true
+	}
+	kept := 0
+	for i, l := range strings.Split(old, "\n") {
+		if i == 0 || !strings.HasPrefix(l, "| ") || strings.HasPrefix(l, header[0][:8]) || strings.HasPrefix(l, "| ---") {
+			continue
+		}
+		if f := rowFault(l); !seen[f] {
+			rows = append(rows, l)
+			kept++
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b string) int { return rank(rowFault(a)) - rank(rowFault(b)) })
+	return strings.Join(append(header, rows...), "\n") + "\n", kept
+}
+
+// rowFault is the fault a table row is of (its first cell).
+func rowFault(row string) string {
+	f, _, _ := strings.Cut(strings.TrimPrefix(row, "| "), " |")
+	return f
 }
 
 // machine says what the figures were measured on.

@@ -141,3 +141,17 @@ func (o Options) check() error {
 	}
 	return errors.Join(errs...)
 }
+
+// BuildNodeImages builds the images every real node imports, the pause and
+// echo images, as OCI archives in dir: the archives, and the pause image's
+// reference (the node's sandbox image).
+func BuildNodeImages(ctx context.Context, dir string) (archives []string, pauseRef string, err error) {
+	for _, o := range []Options{Pause(filepath.Join(dir, "pause.tar")), Echo(filepath.Join(dir, "echo.tar"))} {
+		res, err := Build(ctx, o)
+		if err != nil {
+			return nil, "", err
+		}
+		archives = append(archives, res.Path)
+	}
+	return archives, Ref("pause"), nil
+}

@@ -12,6 +12,12 @@ import (
 // pool4 and pool6, and the router's IPv4 and IPv6 sessions from speaker
 // address i (SpeakerAddrs). More YAML may be appended to it.
 func (l *Lab) CloudConfig(i int, pool4, pool6 string) string {
+	return l.CloudConfigFrom(l.SpeakerAddrs(IPv4)[i], l.SpeakerAddrs(IPv6)[i], pool4, pool6)
+}
+
+// CloudConfigFrom is CloudConfig with the sessions' source addresses given:
+// a node's (NodeAddr) for a CCM that runs on a node's network.
+func (l *Lab) CloudConfigFrom(local4, local6 netip.Addr, pool4, pool6 string) string {
 	return fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
 kind: CloudConfig
 loadBalancer:
@@ -30,8 +36,8 @@ bgp:
     localAddress: %q
     holdTime: 9s
 `, pool4, pool6, l.Opts.SpeakerASN,
-		RouterAddr(IPv4), l.Opts.RouterASN, l.SpeakerAddrs(IPv4)[i],
-		RouterAddr(IPv6), l.Opts.RouterASN, l.SpeakerAddrs(IPv6)[i])
+		RouterAddr(IPv4), l.Opts.RouterASN, local4,
+		RouterAddr(IPv6), l.Opts.RouterASN, local6)
 }
 
 // RequireRoute waits up to 20 s until the router's kernel has exactly these

@@ -305,28 +305,8 @@ func uninstallChart(t *testing.T) func() {
 // own, and the router's sessions from node 0's addresses (the pod uses the
 // node's network).
 func chartCloudConfig(lab *netlab.Lab) string {
-	return fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
-kind: CloudConfig
-loadBalancer:
-  pools:
-  - name: default
-    addresses: [%s, %q]
-bgp:
-  asn: %d
-  peers:
-  - address: %s
-    asn: %d
-    localAddress: %s
-    holdTime: 9s
-  - address: %q
-    asn: %d
-    localAddress: %q
-    holdTime: 9s
-routes:
-  enabled: true
-`, chartPool4, chartPool6, lab.Opts.SpeakerASN,
-		netlab.RouterAddr(netlab.IPv4), lab.Opts.RouterASN, netlab.NodeAddr(netlab.IPv4, 0),
-		netlab.RouterAddr(netlab.IPv6), lab.Opts.RouterASN, netlab.NodeAddr(netlab.IPv6, 0))
+	return lab.CloudConfigFrom(netlab.NodeAddr(netlab.IPv4, 0), netlab.NodeAddr(netlab.IPv6, 0), chartPool4.String(), chartPool6.String()) +
+		"routes:\n  enabled: true\n"
 }
 
 // waitCCMPod waits until the DaemonSet runs its one pod, on node, Ready.

@@ -31,16 +31,9 @@ import (
 // image's reference (RealNodeOptions.SandboxImage).
 func testImages(t *testing.T) (archives []string, pauseRef string) {
 	t.Helper()
-	dir := t.TempDir()
-	for _, o := range []images.Options{images.Pause(filepath.Join(dir, "pause.tar")), images.Echo(filepath.Join(dir, "echo.tar"))} {
-		res, err := images.Build(context.Background(), o)
-		if err != nil {
-			t.Fatalf("build image %s: %v", o.Ref, err)
-		}
-		archives = append(archives, res.Path)
-		if pauseRef == "" {
-			pauseRef = res.Ref
-		}
+	archives, pauseRef, err := images.BuildNodeImages(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	return archives, pauseRef
 }

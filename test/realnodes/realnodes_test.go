@@ -53,10 +53,10 @@ routes:
 	// Events about itself name this (absent) Pod.
 	ccm := cp.StartCCMForTest(t, framework.CCMOptions{Name: "ccm-realnodes", CloudConfig: cfg, HealthChecks: true,
 		Wrapper: []string{"env", "POD_NAMESPACE=kube-system", "POD_NAME=" + ccmPodName}, Args: []string{
-		"--leader-elect-resource-name", "realnodes", "--cluster-cidr", framework.DefaultClusterCIDR,
-		"--allocate-node-cidrs=false", "--configure-cloud-routes=true", "--route-reconciliation-period", "2s",
-		"--node-monitor-period", "1s",
-	}})
+			"--leader-elect-resource-name", "realnodes", "--cluster-cidr", framework.DefaultClusterCIDR,
+			"--allocate-node-cidrs=false", "--configure-cloud-routes=true", "--route-reconciliation-period", "2s",
+			"--node-monitor-period", "1s",
+		}})
 	ns := framework.NewNamespace(t, client, framework.NamespaceName(t), framework.ReleaseServices(30*time.Second))
 	defaultServiceAccount(t, ns)
 
