@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fails when deploy/rbac.yaml, configmap.yaml or daemonset.yaml differ from
+# Fails when deploy/rbac.yaml, configmap.yaml, daemonset.yaml or node-agent/agent.yaml differ from
 # what hack/gen-manifests.sh renders from the chart, and when `helm lint`
 # finds a problem in the chart (with the default values and each example).
 set -euo pipefail
@@ -8,7 +8,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$root/hack/gen-manifests.sh" "$tmp"
 stale=0
-for f in rbac.yaml configmap.yaml daemonset.yaml; do
+for f in rbac.yaml configmap.yaml daemonset.yaml node-agent/agent.yaml; do
   if ! diff -u "$root/deploy/$f" "$tmp/$f"; then
     stale=1
   fi

@@ -10,10 +10,6 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/metal-ccm/metal-ccm/test/framework"
@@ -43,45 +39,19 @@ healthChecks:
 		netlab.RouterAddr(netlab.IPv6), netlab.DefaultRouterASN)
 }
 
-// agentKubeconfig creates the node agent's ServiceAccount with the least
-// privilege it needs (read Services, Nodes and EndpointSlices; create
-// Events) and returns a kubeconfig with its token for clients in netns.
+// agentKubeconfig applies the node agent's least-privilege identity as the
+// chart renders it (deploy/node-agent/agent.yaml: read Services, Nodes and
+// EndpointSlices, create Events; its DaemonSet stays unscheduled here, with
+// no kubelet and no DaemonSet controller) and returns a function that writes
+// a kubeconfig with its token for clients behind a relay.
 func agentKubeconfig(t *testing.T, ctx context.Context) (write func(relay *framework.Relay, path string) error) {
 	t.Helper()
-	const name = "metal-node-agent-e2e"
-	sa := &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: name}}
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"services", "nodes"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{discoveryv1.GroupName}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
-		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
-	}}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "kube-system", Name: name}}}
-	for _, create := range []func() error{
-		func() error {
-			_, err := client.CoreV1().ServiceAccounts("kube-system").Create(ctx, sa, metav1.CreateOptions{})
-			return err
-		},
-		func() error {
-			_, err := client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
-			return err
-		},
-		func() error {
-			_, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
-			return err
-		},
-	} {
-		if err := create(); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
+	const name = "metal-node-agent"
+	manifest := filepath.Join(framework.RepoRoot(), "deploy", "node-agent", "agent.yaml")
+	if _, err := cp.Kubectl(ctx, "apply", "-f", manifest); err != nil {
+		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		_ = client.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
-		_ = client.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})
-		_ = client.CoreV1().ServiceAccounts("kube-system").Delete(ctx, name, metav1.DeleteOptions{})
-	})
+	t.Cleanup(func() { _, _ = cp.Kubectl(context.Background(), "delete", "--ignore-not-found", "-f", manifest) })
 	tokenKubeconfig, err := cp.ServiceAccountKubeconfig(ctx, "kube-system", name)
 	if err != nil {
 		t.Fatal(err)

@@ -42,6 +42,7 @@ func TestChart(t *testing.T) {
 	helm := helmBinary(t)
 	installPrometheusRuleCRD(t)
 	wantRules := clusterRoleRules(t, readFile(t, filepath.Join(framework.RepoRoot(), "deploy", "rbac.yaml")))
+	wantAgentRules := clusterRoleRules(t, readFile(t, filepath.Join(framework.RepoRoot(), "deploy", "node-agent", "agent.yaml")))
 	examples, err := filepath.Glob(filepath.Join(chartDir, "examples", "*.yaml"))
 	if err != nil || len(examples) == 0 {
 		t.Fatalf("no examples in %s/examples: %v", chartDir, err)
@@ -71,7 +72,7 @@ func TestChart(t *testing.T) {
 			if got := strings.Count(applied, "(server dry run)"); got != len(objs) {
 				t.Errorf("dry run applied %d objects, the chart rendered %d:\n%s", got, len(objs), applied)
 			}
-			checkRendered(t, objs, wantRules)
+			checkRendered(t, objs, wantRules, wantAgentRules)
 		})
 	}
 }
@@ -136,11 +137,20 @@ func metricNames(expr parser.Expr) []string {
 	return names
 }
 
-// checkRendered checks one rendering of the chart.
-func checkRendered(t *testing.T, objs []*unstructured.Unstructured, wantRules []rbacv1.PolicyRule) {
+// agentName names the node agent's ServiceAccount, DaemonSet and (with
+// "system:") ClusterRole.
+const agentName = "metal-node-agent"
+
+// checkRendered checks one rendering of the chart: the manager's objects,
+// and the node agent's when the values enable it.
+func checkRendered(t *testing.T, objs []*unstructured.Unstructured, wantRules, wantAgentRules []rbacv1.PolicyRule) {
 	t.Helper()
 	var configMaps, workloads, clusterRoles int
 	for _, o := range objs {
+		if o.GetName() == agentName || o.GetName() == "system:"+agentName {
+			checkAgent(t, o, wantAgentRules)
+			continue
+		}
 		switch o.GetKind() {
 		case "ConfigMap":
 			configMaps++
@@ -173,6 +183,49 @@ func checkRendered(t *testing.T, objs []*unstructured.Unstructured, wantRules []
 	}
 	if configMaps != 1 || workloads != 1 || clusterRoles != 1 {
 		t.Errorf("want one ConfigMap, one workload and one ClusterRole; got %d, %d and %d", configMaps, workloads, clusterRoles)
+	}
+}
+
+// checkAgent checks an object of the node agent: read-only rules (those of
+// deploy/node-agent/agent.yaml: no write to Services or Nodes), and a hardened pod on the
+// node's network with its node's name.
+func checkAgent(t *testing.T, o *unstructured.Unstructured, wantRules []rbacv1.PolicyRule) {
+	t.Helper()
+	switch o.GetKind() {
+	case "ClusterRole":
+		var cr rbacv1.ClusterRole
+		fromUnstructured(t, o, &cr)
+		if !reflect.DeepEqual(cr.Rules, wantRules) {
+			t.Errorf("ClusterRole %s grants other rules than deploy/node-agent/agent.yaml:\n%v", cr.Name, cr.Rules)
+		}
+		for _, r := range cr.Rules {
+			for _, v := range r.Verbs {
+				if v != "get" && v != "list" && v != "watch" && !slices.Contains(r.Resources, "events") {
+					t.Errorf("the agent may %s %v", v, r.Resources)
+				}
+			}
+		}
+	case "DaemonSet":
+		var ds appsv1.DaemonSet
+		fromUnstructured(t, o, &ds)
+		spec := ds.Spec.Template.Spec
+		if !spec.HostNetwork || spec.ServiceAccountName != agentName || len(spec.Containers) != 1 {
+			t.Fatalf("agent DaemonSet: hostNetwork %v, serviceAccountName %q, %d containers", spec.HostNetwork, spec.ServiceAccountName, len(spec.Containers))
+		}
+		c := spec.Containers[0]
+		sc := c.SecurityContext
+		if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.Capabilities == nil ||
+			!slices.Contains(sc.Capabilities.Drop, "ALL") || len(sc.Capabilities.Add) > 0 {
+			t.Errorf("agent container securityContext %+v: want a read-only root filesystem and no capabilities", sc)
+		}
+		if psc := spec.SecurityContext; psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
+			t.Errorf("agent pod securityContext %+v: want runAsNonRoot", psc)
+		}
+		if !slices.ContainsFunc(c.Env, func(e v1.EnvVar) bool {
+			return e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName"
+		}) {
+			t.Errorf("agent container lacks NODE_NAME from spec.nodeName: %v", c.Env)
+		}
 	}
 }
 
