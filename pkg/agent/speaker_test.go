@@ -1,0 +1,77 @@
+package agent
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/metal-ccm/metal-ccm/pkg/config"
+)
+
+func TestSpeakerConfig(t *testing.T) {
+	cfg, err := config.Parse([]byte(`apiVersion: metal-ccm.io/v1alpha1
+kind: CloudConfig
+bgp:
+  asn: 64512
+  announceFrom: Nodes
+  nodeASNLabel: metal-ccm.io/asn
+  peers:
+  - {address: 198.18.30.1, asn: 65001, nodeSelector: {matchLabels: {topology.kubernetes.io/zone: rack1}}, ebgpMultihop: 2}
+  - {address: 198.18.31.1, asn: 65002, nodeSelector: {matchLabels: {topology.kubernetes.io/zone: rack2}}}
+  - {address: "2001:db8:30::1", asn: 65001}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := func(labels map[string]string, ips ...string) *v1.Node {
+		n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: labels}}
+		for _, ip := range ips {
+			n.Status.Addresses = append(n.Status.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip})
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		name      string
+		node      *v1.Node
+		wantASN   uint32
+		wantID    string
+		wantPeers []string
+		wantErr   error
+	}{
+		{name: "rack1, its own AS", node: node(map[string]string{"topology.kubernetes.io/zone": "rack1", "metal-ccm.io/asn": "65101"}, "2001:db8:30::11", "198.18.30.11"),
+			wantASN: 65101, wantID: "198.18.30.11", wantPeers: []string{"198.18.30.1", "2001:db8:30::1"}},
+		{name: "rack2, bgp.asn", node: node(map[string]string{"topology.kubernetes.io/zone": "rack2"}, "198.18.31.11"),
+			wantASN: 64512, wantID: "198.18.31.11", wantPeers: []string{"198.18.31.1", "2001:db8:30::1"}},
+		{name: "bad AS label", node: node(map[string]string{"metal-ccm.io/asn": "rack"}, "198.18.30.11"), wantErr: ErrBadASNLabel},
+		{name: "no IPv4 for the router ID", node: node(nil, "2001:db8:30::11"), wantErr: ErrNoIPv4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := speakerConfig(cfg, tc.node)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err %v, want %v", err, tc.wantErr)
+			}
+			if tc.wantErr != nil {
+				return
+			}
+			if got.ASN != tc.wantASN || got.RouterID != netip.MustParseAddr(tc.wantID) {
+				t.Errorf("ASN %d router ID %s, want %d and %s", got.ASN, got.RouterID, tc.wantASN, tc.wantID)
+			}
+			var peers []string
+			for _, p := range got.Peers {
+				peers = append(peers, p.Address.String())
+				if p.LocalAddress.IsValid() {
+					t.Errorf("peer %s has a fixed source address %s", p.Address, p.LocalAddress)
+				}
+			}
+			if len(peers) != len(tc.wantPeers) || peers[0] != tc.wantPeers[0] || peers[1] != tc.wantPeers[1] {
+				t.Errorf("peers %v, want %v", peers, tc.wantPeers)
+			}
+			if got.Peers[0].Address.String() == "198.18.30.1" && got.Peers[0].MultihopTTL != 2 {
+				t.Errorf("multihop TTL %d, want 2", got.Peers[0].MultihopTTL)
+			}
+		})
+	}
+}
