@@ -69,8 +69,13 @@ func channel(f Family) string {
 
 // startBird writes the config and runs BIRD in the router namespace until its
 // control socket answers.
-func (l *Lab) startBird() error {
-	if err := os.WriteFile(l.birdConfPath(), []byte(l.birdConfig()), 0o600); err != nil {
+func (l *Lab) startBird() error { return l.runBird(l.birdConfig()) }
+
+// runBird writes conf as BIRD's config and runs BIRD in l's router
+// namespace until its control socket answers; its PID stays in l, whose
+// Close stops it.
+func (l *Lab) runBird(conf string) error {
+	if err := os.WriteFile(l.birdConfPath(), []byte(conf), 0o600); err != nil {
 		return fmt.Errorf("write bird config: %w", err)
 	}
 	p, err := framework.StartProcess("bird", l.birdLogPath(), false,

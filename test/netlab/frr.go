@@ -98,7 +98,20 @@ func (l *Lab) frrLinkLocal() error {
 // startFRR writes the configs and runs zebra, then bgpd, in the router
 // namespace, each until it answers on its vty socket.
 func (l *Lab) startFRR() error {
-	if err := l.writeFRRFiles(); err != nil {
+	conf, err := l.frrConfig()
+	if err != nil {
+		return err
+	}
+	return l.runFRR(conf, len(l.Opts.peers(IPv4))+len(l.Opts.peers(IPv6)))
+}
+
+// runFRR writes bgpd's config conf (with zebra's defaults) into FRRDir and
+// runs zebra, then bgpd, in l's router namespace, each until it answers on
+// its vty socket, and bgpd until it has at least wantSessions neighbours
+// (a listen range adds more as they connect). The daemons' PIDs stay in l,
+// whose Close stops them.
+func (l *Lab) runFRR(conf string, wantSessions int) error {
+	if err := l.writeFRRFiles(conf); err != nil {
 		return err
 	}
 	if _, err := os.Stat(frrTmpBase); errors.Is(err, os.ErrNotExist) {
@@ -126,18 +139,17 @@ func (l *Lab) startFRR() error {
 	l.bgpd = bgpd
 	l.mu.Unlock()
 	// Ready when bgpd has read its config: every session is there.
-	want := len(l.Opts.peers(IPv4)) + len(l.Opts.peers(IPv6))
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		states, err := l.frrSessionStates()
-		if err == nil && len(states) == want {
+		if err == nil && len(states) >= wantSessions {
 			break
 		}
 		if bgpd.Exited() || time.Now().After(deadline) {
 			if err == nil {
 				err = fmt.Errorf("sessions %v", states)
 			}
-			return fmt.Errorf("bgpd does not have the %d sessions of its config: %w; log:\n%s", want, err, bgpd.Log())
+			return fmt.Errorf("bgpd does not have the %d sessions of its config: %w; log:\n%s", wantSessions, err, bgpd.Log())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -148,9 +160,10 @@ func (l *Lab) startFRR() error {
 	return nil
 }
 
-// writeFRRFiles makes FRRDir, owned by the frr user, with the daemons'
-// configs and an empty vtysh.conf (so vtysh reads nothing of /etc/frr).
-func (l *Lab) writeFRRFiles() error {
+// writeFRRFiles makes FRRDir, owned by the frr user, with bgpd's config
+// conf, zebra's (defaults) and an empty vtysh.conf (so vtysh reads nothing of
+// /etc/frr).
+func (l *Lab) writeFRRFiles(conf string) error {
 	u, err := user.Lookup(frrUser)
 	if err != nil {
 		return fmt.Errorf("frr user: %w", err)
@@ -162,10 +175,6 @@ func (l *Lab) writeFRRFiles() error {
 	gid, err := strconv.Atoi(u.Gid)
 	if err != nil {
 		return fmt.Errorf("frr user: %w", err)
-	}
-	conf, err := l.frrConfig()
-	if err != nil {
-		return err
 	}
 	// The daemons drop to the frr user before they read their config and
 	// write pid files and sockets: they must get through Dir (made 0700).

@@ -1,0 +1,162 @@
+package netlab
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// lsNodeProtocol is the BIRD protocol of a ToR's session with node i of its
+// rack, family f.
+func lsNodeProtocol(f Family, i int) string { return fmt.Sprintf("node%d_%d", i, f) }
+
+// lsSpineProtocol is the BIRD protocol of a ToR's session with the spine.
+func lsSpineProtocol(f Family) string { return fmt.Sprintf("spine_%d", f) }
+
+// lsTorProtocol is the BIRD protocol of the spine's session with ToR r.
+func lsTorProtocol(f Family, r int) string { return fmt.Sprintf("tor%d_%d", r, f) }
+
+// lsKernelProtocols install the BGP routes in the kernel; equal paths (one
+// per node at a ToR, one per ToR at the spine) become one ECMP route. BGP
+// routes only: the connected routes are the kernel's own.
+const lsKernelProtocols = `# Install BGP routes in the kernel; equal paths (one per node, or one per
+# ToR at the spine) merge into one ECMP route.
+protocol kernel kernel4 {
+	merge paths on;
+	ipv4 { import none; export where source = RTS_BGP; };
+}
+
+protocol kernel kernel6 {
+	merge paths on;
+	ipv6 { import none; export where source = RTS_BGP; };
+}
+
+`
+
+// lsBGPTimers make the lab's sessions come up within a second or two
+// instead of BIRD's default 5 s connect delay; tests wait for them.
+const lsBGPTimers = "\tconnect delay time 1;\n\tconnect retry time 2;\n\terror wait time 1, 10;\n"
+
+// birdTorConfig is ToR r's BIRD 2 config: a passive eBGP session per node
+// of the rack and family that accepts everything and sends nothing (with
+// ADD-PATH receive only on Opts.AddPathTor), an eBGP session per family
+// with the spine that sends it the nodes' routes and the rack's subnet, and
+// the kernel protocols.
+func (ls *LeafSpine) birdTorConfig(r int) (string, map[string]netip.Addr) {
+	o := &ls.Opts
+	peers := map[string]netip.Addr{}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# ToR of rack %d (test/netlab leaf-spine lab), BIRD 2\n", r)
+	b.WriteString("log stderr all;\n")
+	fmt.Fprintf(&b, "router id %s;\n\n", LeafSpineTorAddr(IPv4, r))
+	b.WriteString("protocol device {\n\tscan time 10;\n}\n\n")
+	b.WriteString("# The rack's node subnet, announced to the spine so that the nodes' own\n# addresses are reachable from other racks.\n")
+	fmt.Fprintf(&b, "protocol direct rack {\n\tipv4;\n\tipv6;\n\tinterface %q;\n}\n\n", bridgeName)
+	b.WriteString(lsKernelProtocols)
+	for _, f := range []Family{IPv4, IPv6} {
+		fmt.Fprintf(&b, "# The nodes (%s): each node's agent dials its own session and announces\n", channel(f))
+		b.WriteString("# each address with itself as next hop; the ToR sends the nodes nothing\n# (their default route points to it).\n")
+		fmt.Fprintf(&b, "template bgp nodes%d {\n", f)
+		fmt.Fprintf(&b, "\tlocal %s as %d;\n", LeafSpineTorAddr(f, r), o.TorASN[r])
+		b.WriteString("\tpassive on;\n")
+		b.WriteString(lsBGPTimers)
+		if o.Password != "" {
+			fmt.Fprintf(&b, "\tpassword %q;\n", o.Password)
+		}
+		fmt.Fprintf(&b, "\t%s {\n\t\timport all;\n\t\texport none;\n", channel(f))
+		if o.addPath(r) {
+			b.WriteString("\t\tadd paths rx;\n")
+		} else {
+			b.WriteString("\t\t# no ADD-PATH: one path per node anyway, each on its own session\n")
+		}
+		b.WriteString("\t};\n}\n\n")
+		for i := range ls.Racks[r] {
+			name := lsNodeProtocol(f, i)
+			peers[name] = LeafSpineNodeAddr(f, r, i)
+			fmt.Fprintf(&b, "protocol bgp %s from nodes%d {\n\tneighbor %s as %d;\n}\n\n", name, f, peers[name], o.NodeASN)
+		}
+	}
+	for _, f := range []Family{IPv4, IPv6} {
+		name := lsSpineProtocol(f)
+		peers[name] = LeafSpineSpineAddr(f, r)
+		fmt.Fprintf(&b, "# The spine (%s): it gets the nodes' routes (next hop: this ToR) and the\n# rack's subnet.\n", channel(f))
+		fmt.Fprintf(&b, "protocol bgp %s {\n", name)
+		fmt.Fprintf(&b, "\tlocal %s as %d;\n", LeafSpineTorUplinkAddr(f, r), o.TorASN[r])
+		fmt.Fprintf(&b, "\tneighbor %s as %d;\n", peers[name], o.SpineASN)
+		b.WriteString(lsBGPTimers)
+		fmt.Fprintf(&b, "\t%s {\n\t\timport all;\n\t\texport where source = RTS_BGP || proto = \"rack\";\n\t};\n}\n\n", channel(f))
+	}
+	return b.String(), peers
+}
+
+// birdSpineConfig is the spine's BIRD 2 config: an eBGP session per ToR and
+// family, routes of both ToRs merged into ECMP kernel routes (BIRD merges
+// paths of different neighbor ASes when AS path length, origin, local
+// preference and IGP metric are equal, which is what FRR's
+// multipath-relax does), and the client subnet announced to the ToRs.
+func (ls *LeafSpine) birdSpineConfig() (string, map[string]netip.Addr) {
+	o := &ls.Opts
+	peers := map[string]netip.Addr{}
+	var b strings.Builder
+	b.WriteString("# Spine (test/netlab leaf-spine lab), BIRD 2\n")
+	b.WriteString("log stderr all;\n")
+	fmt.Fprintf(&b, "router id %s;\n\n", LeafSpineClientGateway(IPv4))
+	b.WriteString("protocol device {\n\tscan time 10;\n}\n\n")
+	b.WriteString("# The client's subnet, announced to the ToRs for the way back.\n")
+	fmt.Fprintf(&b, "protocol direct clients {\n\tipv4;\n\tipv6;\n\tinterface %q;\n}\n\n", lsSpineClient)
+	b.WriteString(lsKernelProtocols)
+	for _, f := range []Family{IPv4, IPv6} {
+		for r := range ls.Tors {
+			name := lsTorProtocol(f, r)
+			peers[name] = LeafSpineTorUplinkAddr(f, r)
+			fmt.Fprintf(&b, "protocol bgp %s {\n", name)
+			fmt.Fprintf(&b, "\tlocal %s as %d;\n", LeafSpineSpineAddr(f, r), o.SpineASN)
+			fmt.Fprintf(&b, "\tneighbor %s as %d;\n", peers[name], o.TorASN[r])
+			b.WriteString(lsBGPTimers)
+			fmt.Fprintf(&b, "\t%s {\n\t\timport all;\n\t\texport where source = RTS_BGP || proto = \"clients\";\n\t};\n}\n\n", channel(f))
+		}
+	}
+	return b.String(), peers
+}
+
+// startSpine starts the spine's BIRD.
+func (ls *LeafSpine) startSpine() error {
+	conf, peers := ls.birdSpineConfig()
+	rt, err := ls.newRouter(ls.Spine, RouterBIRD, peers)
+	if err != nil {
+		return err
+	}
+	rt.conf = conf
+	return rt.startBird()
+}
+
+// startBird writes rt.conf and runs BIRD in the router's namespace until
+// its control socket answers; BIRD's PID goes into rt.lab, whose Close
+// stops it.
+func (rt *lsRouter) startBird() error { return rt.lab.runBird(rt.conf) }
+
+// birdSessionStates reads the BGP protocols' states from birdc, keyed by
+// neighbor address (as Lab.birdSessionStates).
+func (rt *lsRouter) birdSessionStates() (map[netip.Addr]string, error) {
+	out, err := rt.lab.Birdc("show", "protocols")
+	if err != nil {
+		return nil, err
+	}
+	states := map[netip.Addr]string{}
+	for _, line := range strings.Split(out, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 4 || fields[1] != "BGP" {
+			continue
+		}
+		addr, ok := rt.peerAddr(fields[0])
+		if !ok {
+			continue
+		}
+		state := fields[3] // "start", "up", "down"
+		if len(fields) > 5 {
+			state = fields[5] // "Established", "Active", ... then details
+		}
+		states[addr] = state
+	}
+	return states, nil
+}
