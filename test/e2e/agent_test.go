@@ -78,10 +78,24 @@ type agent struct {
 	start func() (*framework.Process, error)
 }
 
+// agentPlace is where an agent runs: its node's name and network
+// namespace.
+type agentPlace struct{ node, netns string }
+
 // startAgents starts the real metal-node-agent binary in every node
 // namespace of the lab, as node lab.NodeName(i), with the agent's
 // ServiceAccount; they are stopped by PID when the test ends.
 func startAgents(t *testing.T, lab *netlab.Lab, cfg string) []*agent {
+	t.Helper()
+	var where []agentPlace
+	for i, ns := range lab.Nodes {
+		where = append(where, agentPlace{node: lab.NodeName(i), netns: ns})
+	}
+	return startAgentsIn(t, where, cfg)
+}
+
+// startAgentsIn starts an agent per place.
+func startAgentsIn(t *testing.T, where []agentPlace, cfg string) []*agent {
 	t.Helper()
 	ctx := context.Background()
 	bin, err := framework.Binary("metal-node-agent")
@@ -91,8 +105,8 @@ func startAgents(t *testing.T, lab *netlab.Lab, cfg string) []*agent {
 	write := agentKubeconfig(t, ctx)
 	dir := t.TempDir()
 	var agents []*agent
-	for i, ns := range lab.Nodes {
-		relay, err := cp.RelayAPIServer(ns)
+	for i, w := range where {
+		relay, err := cp.RelayAPIServer(w.netns)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,11 +115,10 @@ func startAgents(t *testing.T, lab *netlab.Lab, cfg string) []*agent {
 		if err := write(relay, kc); err != nil {
 			t.Fatal(err)
 		}
-		name := lab.NodeName(i)
 		a := &agent{start: func() (*framework.Process, error) {
-			return framework.StartProcess("agent-"+name, filepath.Join(cp.Dir, "logs", "agent-"+name+".log"), false,
-				"nsenter", "--net=/run/netns/"+ns, "--", bin, "--kubeconfig", kc, "--cloud-config", cfg,
-				"--node-name", name, "--v", "2")
+			return framework.StartProcess("agent-"+w.node, filepath.Join(cp.Dir, "logs", "agent-"+w.node+".log"), false,
+				"nsenter", "--net=/run/netns/"+w.netns, "--", bin, "--kubeconfig", kc, "--cloud-config", cfg,
+				"--node-name", w.node, "--v", "2")
 		}}
 		if a.Process, err = a.start(); err != nil {
 			t.Fatal(err)
@@ -113,6 +126,9 @@ func startAgents(t *testing.T, lab *netlab.Lab, cfg string) []*agent {
 		t.Cleanup(func() {
 			if t.Failed() {
 				t.Logf("%s log, last %d lines:\n%s", a.Name, framework.FailureLogLines, a.LogTail(framework.FailureLogLines))
+			}
+			if a.LogContains("forbidden") {
+				t.Errorf("%s was refused something:\n%s", a.Name, a.LogTail(20))
 			}
 			a.Stop(5 * time.Second)
 		})
@@ -195,9 +211,4 @@ func TestNodeAgents(t *testing.T) {
 		waitRoute(t, lab, vip, hops...)
 	})
 
-	for _, a := range agents {
-		if a.LogContains("forbidden") {
-			t.Errorf("%s was refused something:\n%s", a.Name, a.LogTail(20))
-		}
-	}
 }

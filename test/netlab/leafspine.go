@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/netip"
 	"os"
 	"slices"
@@ -823,4 +825,36 @@ func LeafSpineConfigs(opts LeafSpineOptions) (tors [2]string, spine string, err 
 	}
 	spine, _ = ls.birdSpineConfig()
 	return tors, spine, nil
+}
+
+// ServeVIP puts the vips on the loopback of node i of rack r (as kube-proxy
+// would take their traffic) and answers HTTP on port 80 of each with
+// "r<r>n<i>", until the lab closes.
+func (ls *LeafSpine) ServeVIP(r, i int, vips ...netip.Addr) error {
+	ns, name := ls.NodeNamespace(r, i), fmt.Sprintf("r%dn%d", r, i)
+	for _, v := range vips {
+		if err := checkAddr(v); err != nil {
+			return fmt.Errorf("netlab leaf-spine serve VIP: %w", err)
+		}
+		args := []string{"addr", "add", HostPrefix(v).String(), "dev", "lo"}
+		if v.Is6() {
+			args = append([]string{"-6"}, append(args, "nodad")...)
+		}
+		if err := ipn(ns, args...); err != nil {
+			return err
+		}
+		ln, err := framework.ListenInNetNS(ns, "tcp", netip.AddrPortFrom(v, 80).String())
+		if err != nil {
+			return fmt.Errorf("netlab leaf-spine serve VIP: %w", err)
+		}
+		srv := &http.Server{
+			Handler:           http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, name) }),
+			ReadHeaderTimeout: 5 * time.Second,
+		}
+		go func() { _ = srv.Serve(ln) }()
+		if err := ls.AddCloser(func() { _ = srv.Close() }); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -3,9 +3,6 @@ package netlab
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -190,7 +187,9 @@ func testLeafSpineAnycast(t *testing.T, ls *LeafSpine) {
 	speakers := []node{{0, 0}, {1, 0}, {1, 1}}
 	for _, n := range speakers {
 		startNodeBird(t, ls, n.r, n.i, lsVIP4, lsVIP6)
-		serveNodeVIP(t, ls, n.r, n.i, lsVIP4, lsVIP6)
+		if err := ls.ServeVIP(n.r, n.i, lsVIP4, lsVIP6); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, f := range []Family{IPv4, IPv6} {
 		vip := HostPrefix(lsVIP4)
@@ -340,31 +339,4 @@ func familyOf(a netip.Addr) Family {
 		return IPv6
 	}
 	return IPv4
-}
-
-// serveNodeVIP puts the vips on the loopback of node i of rack r (as
-// kube-proxy would take their traffic) and answers HTTP on port 80 of each
-// with "r<r>n<i>".
-func serveNodeVIP(t *testing.T, ls *LeafSpine, r, i int, vips ...netip.Addr) {
-	t.Helper()
-	ns, name := ls.NodeNamespace(r, i), fmt.Sprintf("r%dn%d", r, i)
-	for _, v := range vips {
-		args := []string{"addr", "add", HostPrefix(v).String(), "dev", "lo"}
-		if v.Is6() {
-			args = []string{"-6", "addr", "add", HostPrefix(v).String(), "dev", "lo", "nodad"}
-		}
-		if err := ipn(ns, args...); err != nil {
-			t.Fatal(err)
-		}
-		ln, err := framework.ListenInNetNS(ns, "tcp", netip.AddrPortFrom(v, 80).String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := &http.Server{
-			Handler:           http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, name) }),
-			ReadHeaderTimeout: 5 * time.Second,
-		}
-		go func(ln net.Listener) { _ = srv.Serve(ln) }(ln)
-		t.Cleanup(func() { _ = srv.Close() })
-	}
 }

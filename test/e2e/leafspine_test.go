@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/metal-ccm/metal-ccm/test/framework"
+	"github.com/metal-ccm/metal-ccm/test/netlab"
+)
+
+// leafSpineConfig is announceFrom Nodes for the leaf-spine lab: each
+// rack's ToR (both families) selected by the rack's zone label, eBGP with
+// the ToR's AS. The nodes run no kube-proxy here: no health checks.
+func leafSpineConfig(pool4, pool6 string) string {
+	cfg := fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
+kind: CloudConfig
+loadBalancer:
+  pools:
+  - name: default
+    addresses: [%s, %q]
+healthChecks:
+  enabled: false
+bgp:
+  asn: %d
+  announceFrom: Nodes
+  peers:
+`, pool4, pool6, netlab.DefaultSpeakerASN)
+	for r := range 2 {
+		for _, f := range []netlab.Family{netlab.IPv4, netlab.IPv6} {
+			cfg += fmt.Sprintf("  - {address: %q, asn: %d, holdTime: 3s, nodeSelector: {matchLabels: {topology.kubernetes.io/zone: rack%d}}}\n",
+				netlab.LeafSpineTorAddr(f, r), 65001+r, r)
+		}
+	}
+	return cfg
+}
+
+// TestLeafSpineNodeAgents: two racks behind their own ToR (ToR 1 without
+// ADD-PATH), a spine with ECMP, the client behind it. The real agent on
+// each node peers only with its rack's ToR (nodeSelector on the zone
+// label); the spine has one ECMP route per address across both racks, the
+// client reaches nodes in both, each ToR has one path per node of its rack
+// (its own session: no ADD-PATH needed), and externalTrafficPolicy Local
+// narrows to the node with an endpoint.
+func TestLeafSpineNodeAgents(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tors [2]netlab.RouterKind
+	}{
+		{"BIRD ToRs", [2]netlab.RouterKind{netlab.RouterBIRD, netlab.RouterBIRD}},
+		{"ToR 1 FRR", [2]netlab.RouterKind{netlab.RouterBIRD, netlab.RouterFRR}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testLeafSpineNodeAgents(t, netlab.LeafSpineOptions{TorRouter: tc.tors}) })
+	}
+}
+
+func testLeafSpineNodeAgents(t *testing.T, opts netlab.LeafSpineOptions) {
+	ls := netlab.NewLeafSpine(t, opts)
+	ctx := context.Background()
+	type rackNode struct {
+		name string
+		r, i int
+	}
+	var nodes []rackNode
+	for r := range 2 {
+		for i := range ls.Racks[r] {
+			n := rackNode{name: fmt.Sprintf("rack%d-node%d", r, i), r: r, i: i}
+			if _, err := framework.CreateReadyNode(ctx, client, n.name,
+				netlab.LeafSpineNodeAddr(netlab.IPv4, r, i).String(), netlab.LeafSpineNodeAddr(netlab.IPv6, r, i).String()); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = client.CoreV1().Nodes().Delete(context.Background(), n.name, metav1.DeleteOptions{}) })
+			patch := fmt.Sprintf(`{"metadata":{"labels":{"topology.kubernetes.io/zone":"rack%d"}}}`, r)
+			if _, err := client.CoreV1().Nodes().Patch(ctx, n.name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			nodes = append(nodes, n)
+		}
+	}
+	cfg := filepath.Join(t.TempDir(), "cloud-config.yaml")
+	if err := os.WriteFile(cfg, []byte(leafSpineConfig("198.18.171.0/24", "2001:db8:171::/120")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cp.StartCCMForTest(t, framework.CCMOptions{Name: "ccm-leafspine", CloudConfig: cfg, HealthChecks: true,
+		Args: []string{"--leader-elect-resource-name", "e2e-leafspine"}})
+	ns := framework.NewNamespace(t, client, framework.NamespaceName(t), framework.ReleaseServices(30*time.Second))
+	var where []agentPlace
+	for _, n := range nodes {
+		where = append(where, agentPlace{node: n.name, netns: ls.NodeNamespace(n.r, n.i)})
+	}
+	startAgentsIn(t, where, cfg)
+
+	framework.CreateLoadBalancer(t, client, ns, "web", framework.DualStack)
+	vips := waitVIPs(t, ns, "web", 2)
+	for _, n := range nodes {
+		if err := ls.ServeVIP(n.r, n.i, vips...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wait := func(router string, p netip.Prefix, hops ...netip.Addr) {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := ls.WaitRoute(wctx, router, p, hops); err != nil {
+			r, _, _ := ls.Route(router, p)
+			t.Fatalf("%s: route %s: want next hops %v, has %v: %v", router, p, hops, r.NextHops, err)
+		}
+	}
+	for _, vip := range vips {
+		f := netlab.IPv4
+		if vip.Is6() {
+			f = netlab.IPv6
+		}
+		p := netlab.HostPrefix(vip)
+		// The spine: one ECMP route across both racks' ToRs.
+		wait(ls.Spine, p, netlab.LeafSpineTorUplinkAddr(f, 0), netlab.LeafSpineTorUplinkAddr(f, 1))
+		// Each ToR: its own rack's nodes, one path per node's session, with
+		// and without ADD-PATH.
+		for r := range 2 {
+			wait(ls.Tors[r], p, ls.NodeAddrs(f, r)...)
+			paths, err := ls.BGPPaths(ls.Tors[r], p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The ToR also learns the other rack's path from the spine.
+			var fromNodes []netlab.Path
+			for _, path := range paths {
+				if path.Peer != netlab.LeafSpineSpineAddr(f, r) {
+					fromNodes = append(fromNodes, path)
+				}
+			}
+			if len(fromNodes) != len(ls.NodeAddrs(f, r)) {
+				t.Errorf("ToR %d (ADD-PATH %v): %d paths for %s from its nodes, want one per node of its rack: %v",
+					r, r != ls.NoAddPathTor(), len(fromNodes), vip, paths)
+			}
+			for _, path := range fromNodes {
+				if path.Peer != path.NextHop || !slices.Contains(ls.NodeAddrs(f, r), path.NextHop) {
+					t.Errorf("ToR %d: path %v is not a node of its rack announcing itself", r, path)
+				}
+			}
+		}
+		// The client reaches nodes in both racks.
+		seen := map[string]bool{}
+		for range 40 {
+			body, err := ls.ClientGet(ctx, netlab.VIPURL(vip))
+			if err != nil {
+				t.Fatalf("request to %s: %v", vip, err)
+			}
+			seen[body[:2]] = true
+		}
+		if !seen["r0"] || !seen["r1"] {
+			t.Errorf("40 requests to %s reached racks %v, want both", vip, seen)
+		}
+	}
+
+	t.Run("Local narrows to the node with an endpoint", func(t *testing.T) {
+		framework.CreateLoadBalancer(t, client, ns, "local", framework.Local)
+		local := waitVIPs(t, ns, "local", 1)[0]
+		slice := framework.EndpointSlice(ns, "local", "e2e", framework.Endpoint{Address: "198.19.1.5", Node: nodes[3].name})
+		if _, err := client.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p := netlab.HostPrefix(local)
+		wait(ls.Spine, p, netlab.LeafSpineTorUplinkAddr(netlab.IPv4, 1))
+		wait(ls.Tors[1], p, netlab.LeafSpineNodeAddr(netlab.IPv4, 1, 1))
+		// Rack 0 reaches it through the spine: none of its nodes announces it.
+		wait(ls.Tors[0], p, netlab.LeafSpineSpineAddr(netlab.IPv4, 0))
+	})
+}
