@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -53,6 +54,7 @@ func speakerConfig(cfg *config.CloudConfig, n *v1.Node) (bgp.Config, error) {
 		if err != nil {
 			return bgp.Config{}, err
 		}
+		peer.RestartTime = restartTime(peer)
 		out.Peers = append(out.Peers, peer)
 	}
 	return out, nil
@@ -69,4 +71,21 @@ func internalIP(n *v1.Node, v4 bool) (netip.Addr, bool) {
 		}
 	}
 	return netip.Addr{}, false
+}
+
+// restartTime is an agent's graceful-restart time: at most its hold time.
+// An agent restarts within seconds (a rolling update: no leader election,
+// its caches sync in a second), so the router keeps its node's paths
+// across that; but a router also keeps them when the agent dies without
+// coming back (its TCP session closes without a NOTIFICATION, as in a
+// restart), and then a node's paths must not outlive what the hold time
+// would give them.
+func restartTime(p bgp.Peer) time.Duration {
+	if !p.GracefulRestart || p.HoldTime == 0 {
+		return p.RestartTime
+	}
+	if p.RestartTime == 0 || p.RestartTime > p.HoldTime {
+		return p.HoldTime
+	}
+	return p.RestartTime
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/netip"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +20,7 @@ bgp:
   announceFrom: Nodes
   nodeASNLabel: metal-ccm.io/asn
   peers:
-  - {address: 198.18.30.1, asn: 65001, nodeSelector: {matchLabels: {topology.kubernetes.io/zone: rack1}}, ebgpMultihop: 2}
+  - {address: 198.18.30.1, asn: 65001, nodeSelector: {matchLabels: {topology.kubernetes.io/zone: rack1}}, ebgpMultihop: 2, holdTime: 9s}
   - {address: 198.18.31.1, asn: 65002, nodeSelector: {matchLabels: {topology.kubernetes.io/zone: rack2}}}
   - {address: "2001:db8:30::1", asn: 65001}
 `))
@@ -69,8 +70,11 @@ bgp:
 			if len(peers) != len(tc.wantPeers) || peers[0] != tc.wantPeers[0] || peers[1] != tc.wantPeers[1] {
 				t.Errorf("peers %v, want %v", peers, tc.wantPeers)
 			}
-			if got.Peers[0].Address.String() == "198.18.30.1" && got.Peers[0].MultihopTTL != 2 {
-				t.Errorf("multihop TTL %d, want 2", got.Peers[0].MultihopTTL)
+			if p := got.Peers[0]; p.Address.String() == "198.18.30.1" && (p.MultihopTTL != 2 || p.RestartTime != 9*time.Second) {
+				t.Errorf("multihop TTL %d, restart time %s; want 2 and the hold time 9s", p.MultihopTTL, p.RestartTime)
+			}
+			if p := got.Peers[1]; p.RestartTime != 90*time.Second {
+				t.Errorf("peer %s: restart time %s, want the default hold time 90s (the default restart time is 120s)", p.Address, p.RestartTime)
 			}
 		})
 	}

@@ -16,10 +16,15 @@ import (
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
 
+// agentHoldTime is the agents' hold time in the tests, and so (at most) the
+// graceful-restart time their routers keep a stopped agent's paths.
+const agentHoldTime = 9 * time.Second
+
 // agentConfig is the cloud-config of announceFrom Nodes: every node's
 // agent peers with the router from its own address (no localAddress: the
-// kernel's choice), with a short hold time so that a killed agent's paths
-// go within seconds. The nodes run no kube-proxy here: no health checks.
+// kernel's choice), graceful restart on (the default) and a short hold
+// time, so that a dead agent's paths go within seconds. The nodes run no
+// kube-proxy here: no health checks.
 func agentConfig(pool4, pool6 string) string {
 	return fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
 kind: CloudConfig
@@ -31,12 +36,12 @@ bgp:
   asn: %d
   announceFrom: Nodes
   peers:
-  - {address: %s, asn: %d, holdTime: 3s, gracefulRestart: {enabled: false}}
-  - {address: %q, asn: %d, holdTime: 3s, gracefulRestart: {enabled: false}}
+  - {address: %s, asn: %d, holdTime: %s}
+  - {address: %q, asn: %d, holdTime: %s}
 healthChecks:
   enabled: false
-`, pool4, pool6, netlab.DefaultSpeakerASN, netlab.RouterAddr(netlab.IPv4), netlab.DefaultRouterASN,
-		netlab.RouterAddr(netlab.IPv6), netlab.DefaultRouterASN)
+`, pool4, pool6, netlab.DefaultSpeakerASN, netlab.RouterAddr(netlab.IPv4), netlab.DefaultRouterASN, agentHoldTime,
+		netlab.RouterAddr(netlab.IPv6), netlab.DefaultRouterASN, agentHoldTime)
 }
 
 // agentKubeconfig applies the node agent's least-privilege identity as the
@@ -140,8 +145,9 @@ func startAgentsIn(t *testing.T, where []agentPlace, cfg string) []*agent {
 // TestNodeAgents: with bgp.announceFrom Nodes the replicas only allocate,
 // and the real agent binary on each node announces each address its node
 // carries, itself as the next hop, on its own session (no ADD-PATH
-// needed); a killed agent's path goes with its session and returns with
-// it; the agents' least-privilege ServiceAccount is never refused.
+// needed); a rolling update of an agent loses no request (graceful
+// restart); a killed agent's path goes within its hold time and returns
+// with it; the agents' least-privilege ServiceAccount is never refused.
 func TestNodeAgents(t *testing.T) {
 	lab := netlab.New(t, netlab.Options{Nodes: 3, Speakers: 1, NodePeers: []int{0, 1, 2}})
 	registerLabNodes(t, lab)
@@ -194,15 +200,50 @@ func TestNodeAgents(t *testing.T) {
 		waitRoute(t, lab, local, hops[1])
 	})
 
-	t.Run("a killed agent's path goes with its session and returns", func(t *testing.T) {
+	t.Run("a rolling update of an agent loses no request", func(t *testing.T) {
+		// SIGTERM, then the new agent at once, as a DaemonSet's update does:
+		// the router keeps the node's paths (graceful restart) until the
+		// new session's End-of-RIB.
+		loop := lab.StartRequests(vip)
+		time.Sleep(time.Second)
+		a := agents[1]
+		a.Stop(5 * time.Second)
+		p, err := a.start()
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Process = p
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := lab.WaitEstablished(wctx, hops[1]); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+		sent, failed, errs := loop.Stop()
+		if failed > 0 {
+			t.Errorf("%d of %d requests failed across the agent's restart: %v", failed, sent, errs)
+		}
+		r, _, err := lab.Route(netlab.HostPrefix(vip))
+		if err != nil || len(r.NextHops) != len(hops) {
+			t.Errorf("route %s after the restart: %v (%v), want every node", vip, r.NextHops, err)
+		}
+		t.Logf("agent of %s restarted: %d requests, none lost", lab.NodeName(1), sent)
+	})
+	t.Run("a killed agent's path goes within the hold time and returns", func(t *testing.T) {
 		a := agents[2]
 		if err := syscall.Kill(a.PID(), syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		<-a.Done()
 		start := time.Now()
-		waitRoute(t, lab, vip, hops[:2]...)
-		t.Logf("agent of %s killed: its path gone after %.1fs (its session closed with the process)", lab.NodeName(2), time.Since(start).Seconds())
+		// Kept for the graceful-restart time (the hold time, for an agent),
+		// then gone.
+		wctx, cancel := context.WithTimeout(ctx, agentHoldTime+10*time.Second)
+		defer cancel()
+		if err := lab.WaitRoute(wctx, netlab.HostPrefix(vip), hops[:2]); err != nil {
+			t.Fatalf("the killed agent's path stays past its hold time %s: %v", agentHoldTime, err)
+		}
+		t.Logf("agent of %s killed: its path gone after %.1fs (hold time %s)", lab.NodeName(2), time.Since(start).Seconds(), agentHoldTime)
 		p, err := a.start()
 		if err != nil {
 			t.Fatal(err)
@@ -210,5 +251,4 @@ func TestNodeAgents(t *testing.T) {
 		a.Process = p
 		waitRoute(t, lab, vip, hops...)
 	})
-
 }
