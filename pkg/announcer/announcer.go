@@ -203,15 +203,15 @@ func (a *Announcer) healthChanged(t netip.AddrPort) {
 // announcement and waits for their first results (waitFirstRound).
 func (a *Announcer) primeHealth(ctx context.Context) {
 	eligible := a.eligibleNodes()
+	a.eligible = eligible // withReadyEndpoints reads it
 	if all, err := a.services.List(labels.Everything()); err == nil {
 		for _, svc := range all {
 			if a.serves(svc) && svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal {
-				a.eligible = eligible // withReadyEndpoints reads it
 				a.health.setLocal(cache.MetaObjectToName(svc).String(), a.withReadyEndpoints(svc), localPort(svc))
 			}
 		}
 	}
-	a.eligible = nil
+	a.eligible = nil // the first sync computes it anew
 	a.health.apply(eligible)
 	a.health.waitFirstRound(ctx)
 }

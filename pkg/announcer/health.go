@@ -72,9 +72,10 @@ func target(h nodeHops, port uint16) netip.AddrPort {
 
 // healthy keeps the nodes whose check on port passed; when none passed it
 // keeps them all (fail open: a checker that reaches no node must not take a
-// Service off the network), except in a node agent (failClosed). A node not yet checked counts as failed, so a
-// node joins an address only once it has passed; when a replica starts, the
-// announcer waits for the first round of checks before it announces.
+// Service off the network), except in a node agent (failClosed). A node not
+// yet checked counts as failed, so a node joins an address only once it has
+// passed; when a replica starts, the announcer waits for the first round of
+// checks before it announces.
 func (h *health) healthy(nodes map[string]nodeHops, port uint16) map[string]nodeHops {
 	if h == nil || len(nodes) == 0 {
 		return nodes
@@ -151,7 +152,9 @@ func (h *health) apply(eligible map[string]nodeHops) {
 // report logs (once) when no node target passes: this replica reaches no
 // node, and keeps announcing every eligible node.
 func (h *health) report(ctx context.Context, eligible map[string]nodeHops) {
-	if h == nil || len(eligible) == 0 {
+	// A node agent checks its own node only, and fails closed: nothing to
+	// say beyond the node's own withdrawal.
+	if h == nil || h.failClosed || len(eligible) == 0 {
 		return
 	}
 	for _, hops := range eligible {
