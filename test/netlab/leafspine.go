@@ -695,18 +695,7 @@ func (ls *LeafSpine) SessionStates(ns string) (map[netip.Addr]string, error) {
 // WaitEstablished polls until router namespace ns has established sessions
 // with all the given neighbor addresses.
 func (ls *LeafSpine) WaitEstablished(ctx context.Context, ns string, addrs ...netip.Addr) error {
-	err := poll(ctx, func() (bool, string) {
-		states, err := ls.SessionStates(ns)
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, a := range addrs {
-			if states[a] != "Established" {
-				return false, fmt.Sprintf("sessions: %v", states)
-			}
-		}
-		return true, ""
-	})
+	err := waitEstablished(ctx, func() (map[netip.Addr]string, error) { return ls.SessionStates(ns) }, addrs)
 	if err != nil {
 		return fmt.Errorf("netlab leaf-spine: %s: sessions with %v: %w", ns, addrs, err)
 	}

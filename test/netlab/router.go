@@ -127,14 +127,20 @@ func (l *Lab) SessionStates() (map[netip.Addr]string, error) {
 // WaitEstablished polls until the router's sessions with all the given
 // speaker (or NodePeers node) addresses are established.
 func (l *Lab) WaitEstablished(ctx context.Context, addrs ...netip.Addr) error {
+	return waitEstablished(ctx, l.SessionStates, addrs)
+}
+
+// waitEstablished polls states until the sessions with addrs are all
+// established.
+func waitEstablished(ctx context.Context, states func() (map[netip.Addr]string, error), addrs []netip.Addr) error {
 	return poll(ctx, func() (bool, string) {
-		states, err := l.SessionStates()
+		st, err := states()
 		if err != nil {
 			return false, err.Error()
 		}
 		for _, a := range addrs {
-			if states[a] != "Established" {
-				return false, fmt.Sprintf("sessions: %v", states)
+			if st[a] != "Established" {
+				return false, fmt.Sprintf("sessions: %v", st)
 			}
 		}
 		return true, ""
