@@ -33,6 +33,14 @@ type Options struct {
 	// Arch is the GOARCH of the binary and the image's platform: "" is the
 	// machine's.
 	Arch string
+	// Extra are more binaries in the image's layer (not entrypoints).
+	Extra []Extra
+}
+
+// Extra is one more binary of an image: Package built to Binary.
+type Extra struct {
+	Package string
+	Binary  string
 }
 
 // Result is what Build wrote.
@@ -56,10 +64,12 @@ func Echo(out string) Options {
 }
 
 // CCM builds the cloud controller manager into out, as the Dockerfile does:
-// the same binary path, user and entrypoint, without distroless's files.
+// the same binary paths (the node agent beside the manager), user and
+// entrypoint, without distroless's files.
 func CCM(out string) Options {
-	const name = "metal-cloud-controller-manager"
-	return Options{Package: Module + "/cmd/" + name, Ref: Ref(name), Binary: "/usr/local/bin/" + name, Out: out}
+	const name, agent = "metal-cloud-controller-manager", "metal-node-agent"
+	return Options{Package: Module + "/cmd/" + name, Ref: Ref(name), Binary: "/usr/local/bin/" + name, Out: out,
+		Extra: []Extra{{Package: Module + "/cmd/" + agent, Binary: "/usr/local/bin/" + agent}}}
 }
 
 // BuildCCM builds the cloud controller manager's image into out.
@@ -84,22 +94,36 @@ func Build(ctx context.Context, opts Options) (Result, error) {
 	}
 	defer os.RemoveAll(tmp)
 
-	bin := filepath.Join(tmp, "bin")
-	if err := goBuild(ctx, opts.Dir, arch, opts.Package, bin); err != nil {
-		return Result{}, fmt.Errorf("build image %s: %w", opts.Ref, err)
+	files := []layerFile{{src: filepath.Join(tmp, "bin"), path: opts.Binary}}
+	for i, e := range opts.Extra {
+		files = append(files, layerFile{src: filepath.Join(tmp, fmt.Sprintf("extra%d", i)), path: e.Binary})
 	}
-	res, err := pack(tmp, bin, arch, opts)
+	pkgs := append([]string{opts.Package}, extraPackages(opts.Extra)...)
+	for i, f := range files {
+		if err := goBuild(ctx, opts.Dir, arch, pkgs[i], f.src); err != nil {
+			return Result{}, fmt.Errorf("build image %s: %w", opts.Ref, err)
+		}
+	}
+	res, err := pack(tmp, files, arch, opts)
 	if err != nil {
 		return Result{}, fmt.Errorf("build image %s: %w", opts.Ref, err)
 	}
 	return res, nil
 }
 
-// pack writes the image of bin as opts say, using tmp for the layer and the
-// layout.
-func pack(tmp, bin, arch string, opts Options) (Result, error) {
+func extraPackages(extra []Extra) []string {
+	out := make([]string, len(extra))
+	for i, e := range extra {
+		out[i] = e.Package
+	}
+	return out
+}
+
+// pack writes the image of files (the entrypoint first) as opts say, using
+// tmp for the layer and the layout.
+func pack(tmp string, files []layerFile, arch string, opts Options) (Result, error) {
 	layerPath := filepath.Join(tmp, "layer.tar")
-	if err := writeLayer(layerPath, bin, opts.Binary); err != nil {
+	if err := writeLayer(layerPath, files); err != nil {
 		return Result{}, err
 	}
 	img, err := newImage(layerPath, opts.Binary, arch, "go build "+opts.Package)
@@ -133,13 +157,33 @@ func (o Options) check() error {
 	if o.Out == "" {
 		errs = append(errs, errors.New("no output file"))
 	}
-	if !path.IsAbs(o.Binary) || path.Clean(o.Binary) != o.Binary || strings.HasSuffix(o.Binary, "/") {
-		errs = append(errs, fmt.Errorf("binary path %q: not a clean absolute file path", o.Binary))
+	seen := map[string]bool{}
+	for _, b := range append([]string{o.Binary}, extraBinaries(o.Extra)...) {
+		if !path.IsAbs(b) || path.Clean(b) != b || strings.HasSuffix(b, "/") {
+			errs = append(errs, fmt.Errorf("binary path %q: not a clean absolute file path", b))
+		}
+		if seen[b] {
+			errs = append(errs, fmt.Errorf("binary path %q: given twice", b))
+		}
+		seen[b] = true
+	}
+	for _, e := range o.Extra {
+		if e.Package == "" {
+			errs = append(errs, fmt.Errorf("extra binary %q: no package", e.Binary))
+		}
 	}
 	if err := checkRef(o.Ref); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+func extraBinaries(extra []Extra) []string {
+	out := make([]string, len(extra))
+	for i, e := range extra {
+		out[i] = e.Binary
+	}
+	return out
 }
 
 // BuildNodeImages builds the images every real node imports, the pause and

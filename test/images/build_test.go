@@ -209,19 +209,22 @@ func checkLayer(t *testing.T, img v1.Image, opts Options) {
 		t.Errorf("layer media type %s (%v), want %s", mt, err, types.OCILayer)
 	}
 	hdrs, files := layerEntries(t, layers[0])
-	want := strings.TrimPrefix(opts.Binary, "/")
-	if len(hdrs) != 1 || hdrs[0].Name != want {
-		var names []string
-		for _, h := range hdrs {
-			names = append(names, h.Name)
-		}
+	var want, names []string
+	for _, b := range append([]string{opts.Binary}, extraBinaries(opts.Extra)...) {
+		want = append(want, strings.TrimPrefix(b, "/"))
+	}
+	for _, h := range hdrs {
+		names = append(names, h.Name)
+	}
+	if !slices.Equal(names, want) {
 		t.Fatalf("layer entries %q, want only %q", names, want)
 	}
-	h := hdrs[0]
-	if h.Typeflag != tar.TypeReg || h.Mode != 0o755 || h.Uid != 0 || h.Gid != 0 || !h.ModTime.Equal(epoch) {
-		t.Errorf("%s: type %c mode %o uid %d gid %d time %s, want a file, 0755, root, the epoch", h.Name, h.Typeflag, h.Mode, h.Uid, h.Gid, h.ModTime)
+	for _, h := range hdrs {
+		if h.Typeflag != tar.TypeReg || h.Mode != 0o755 || h.Uid != 0 || h.Gid != 0 || !h.ModTime.Equal(epoch) {
+			t.Errorf("%s: type %c mode %o uid %d gid %d time %s, want a file, 0755, root, the epoch", h.Name, h.Typeflag, h.Mode, h.Uid, h.Gid, h.ModTime)
+		}
+		checkStatic(t, files[h.Name])
 	}
-	checkStatic(t, files[want])
 }
 
 // goarchMachine is the ELF machine of each GOARCH the tests may run on.

@@ -27,19 +27,14 @@ var epoch = time.Unix(0, 0).UTC()
 // shell and no other files; PATH is there for tools that expect one.
 const envPath = "PATH=/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin"
 
-// writeLayer writes an uncompressed layer tar at out holding only the file
-// bin at binPath (absolute), mode 0755, owned by root. Its parent directories
-// are not in the layer: containerd creates missing parents with mode 0755.
-func writeLayer(out, bin, binPath string) (err error) {
-	src, err := os.Open(bin) //nolint:gosec // the binary goBuild just wrote
-	if err != nil {
-		return fmt.Errorf("layer: %w", err)
-	}
-	defer src.Close()
-	fi, err := src.Stat()
-	if err != nil {
-		return fmt.Errorf("layer: %w", err)
-	}
+// layerFile is a file of a layer: the local file src at path (absolute) in
+// the image.
+type layerFile struct{ src, path string }
+
+// writeLayer writes an uncompressed layer tar at out holding only files,
+// each mode 0755, owned by root. Their parent directories are not in the
+// layer: containerd creates missing parents with mode 0755.
+func writeLayer(out string, files []layerFile) (err error) {
 	f, err := os.Create(out) //nolint:gosec // a file in Build's temporary directory
 	if err != nil {
 		return fmt.Errorf("layer: %w", err)
@@ -50,9 +45,30 @@ func writeLayer(out, bin, binPath string) (err error) {
 		}
 	}()
 	tw := tar.NewWriter(f)
+	for _, lf := range files {
+		if err := addLayerFile(tw, lf); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("layer: %w", err)
+	}
+	return nil
+}
+
+func addLayerFile(tw *tar.Writer, lf layerFile) error {
+	src, err := os.Open(lf.src)
+	if err != nil {
+		return fmt.Errorf("layer: %w", err)
+	}
+	defer src.Close()
+	fi, err := src.Stat()
+	if err != nil {
+		return fmt.Errorf("layer: %w", err)
+	}
 	hdr := &tar.Header{
 		Typeflag: tar.TypeReg,
-		Name:     strings.TrimPrefix(binPath, "/"), // layer paths are relative to the root
+		Name:     strings.TrimPrefix(lf.path, "/"), // layer paths are relative to the root
 		Mode:     0o755,
 		Size:     fi.Size(),
 		ModTime:  epoch,
@@ -62,9 +78,6 @@ func writeLayer(out, bin, binPath string) (err error) {
 		return fmt.Errorf("layer: %w", err)
 	}
 	if _, err := io.Copy(tw, src); err != nil {
-		return fmt.Errorf("layer: %w", err)
-	}
-	if err := tw.Close(); err != nil {
 		return fmt.Errorf("layer: %w", err)
 	}
 	return nil

@@ -50,6 +50,9 @@ func TestPresets(t *testing.T) {
 			if tc.opts.Binary != tc.binary || tc.opts.Ref != tc.ref || tc.opts.Package != tc.p {
 				t.Errorf("%+v, want binary %s, ref %s, package %s", tc.opts, tc.binary, tc.ref, tc.p)
 			}
+			if tc.name == "ccm" && (len(tc.opts.Extra) != 1 || tc.opts.Extra[0].Binary != "/usr/local/bin/metal-node-agent") {
+				t.Errorf("the CCM's image lacks the node agent beside it, as the Dockerfile has it: %+v", tc.opts.Extra)
+			}
 		})
 	}
 }
@@ -68,6 +71,9 @@ func TestBuildRejects(t *testing.T) {
 		{"directory binary", func(o *Options) { o.Binary = "/bin/" }, "binary path"},
 		{"unclean binary", func(o *Options) { o.Binary = "/bin/../pause" }, "binary path"},
 		{"short ref", func(o *Options) { o.Ref = "pause:test" }, "image reference"},
+		{"extra binary twice", func(o *Options) { o.Extra = []Extra{{Package: o.Package, Binary: o.Binary}} }, "given twice"},
+		{"extra without package", func(o *Options) { o.Extra = []Extra{{Binary: "/bin/other"}} }, "no package"},
+		{"relative extra binary", func(o *Options) { o.Extra = []Extra{{Package: o.Package, Binary: "other"}} }, "binary path"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := good
