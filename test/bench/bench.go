@@ -23,6 +23,7 @@ import (
 // Scenario IDs, in the order they run.
 const (
 	ScenarioHealth    = "health"
+	ScenarioAgent     = "agent"
 	ScenarioJoin      = "join"
 	ScenarioLB        = "lb"
 	ScenarioChurn     = "churn"
@@ -31,7 +32,7 @@ const (
 )
 
 // AllScenarios lists every scenario in run order.
-var AllScenarios = []string{ScenarioHealth, ScenarioJoin, ScenarioLB, ScenarioChurn, ScenarioEndpoints, ScenarioSteady}
+var AllScenarios = []string{ScenarioHealth, ScenarioAgent, ScenarioJoin, ScenarioLB, ScenarioChurn, ScenarioEndpoints, ScenarioSteady}
 
 // Sizes the goals are stated for; a smaller run marks its goals "scaled".
 const (
@@ -84,6 +85,10 @@ type Options struct {
 	// HealthIdle how long each of its two replicas is watched.
 	HealthNodes int
 	HealthIdle  time.Duration
+	// AgentNodes and AgentServices are the size of the node agent
+	// scenario, and AgentIdle how long its agent is watched.
+	AgentNodes, AgentServices int
+	AgentIdle                 time.Duration
 
 	// Timeout bounds each wait for the CCM.
 	Timeout time.Duration
@@ -113,6 +118,7 @@ func Profile(name string) (Options, error) {
 		JoinNodes: 1000, LBServices: 1000, LocalServices: 200,
 		SteadyNodes: 1000, SteadyServices: 2000, SteadyIdle: 2 * time.Minute,
 		HealthNodes: 1000, HealthIdle: time.Minute,
+		AgentNodes: goalAgentNodes, AgentServices: goalAgentServices, AgentIdle: time.Minute,
 		Timeout: 5 * time.Minute, ClientQPS: 100, ClientBurst: 200, Workers: 10,
 		PprofSeconds: 20,
 	}
@@ -125,6 +131,7 @@ func Profile(name string) (Options, error) {
 		o.JoinNodes, o.LBServices, o.LocalServices = 30, 30, 10
 		o.SteadyNodes, o.SteadyServices, o.SteadyIdle = 40, 60, 5*time.Second
 		o.HealthNodes, o.HealthIdle = 20, 3*time.Second
+		o.AgentNodes, o.AgentServices, o.AgentIdle = 20, 40, 3*time.Second
 		o.Timeout = 2 * time.Minute
 		o.PprofSeconds = 5
 	default:
@@ -153,6 +160,7 @@ func (o *Options) validate() error {
 		{"join nodes", o.JoinNodes, maxJoinNodes}, {"LoadBalancer Services", o.LBServices, maxServices},
 		{"Local Services", o.LocalServices, maxServices}, {"steady nodes", o.SteadyNodes, maxSteadyNodes},
 		{"steady Services", o.SteadyServices, maxServices}, {"health nodes", o.HealthNodes, maxHealthNodes},
+		{"agent nodes", o.AgentNodes, maxAgentNodes}, {"agent Services", o.AgentServices, maxServices},
 	} {
 		if n.v < 1 || n.v > n.max {
 			errs = append(errs, fmt.Errorf("%s: %d out of range 1..%d", n.name, n.v, n.max))
@@ -161,7 +169,7 @@ func (o *Options) validate() error {
 	if o.LBServices+o.LocalServices > o.SteadyServices {
 		o.SteadyServices = o.LBServices + o.LocalServices
 	}
-	if o.ClientQPS <= 0 || o.ClientBurst < 1 || o.Workers < 1 || o.Timeout <= 0 || o.SteadyIdle <= 0 || o.HealthIdle <= 0 {
+	if o.ClientQPS <= 0 || o.ClientBurst < 1 || o.Workers < 1 || o.Timeout <= 0 || o.SteadyIdle <= 0 || o.HealthIdle <= 0 || o.AgentIdle <= 0 {
 		errs = append(errs, errors.New("client QPS, burst, workers, timeout and idle times must be positive"))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -193,6 +201,8 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	}{
 		{ScenarioHealth, "0. Node health checks", map[string]int{"nodes": o.HealthNodes,
 			"idleSeconds": int(o.HealthIdle.Seconds())}, e.healthNodes},
+		{ScenarioAgent, "0b. Node agent", map[string]int{"nodes": o.AgentNodes, "services": o.AgentServices,
+			"idleSeconds": int(o.AgentIdle.Seconds())}, e.nodeAgent},
 		{ScenarioJoin, "1. Node-join storm", map[string]int{"nodes": o.JoinNodes}, e.joinStorm},
 		{ScenarioLB, "2. LoadBalancer storm", map[string]int{"services": o.LBServices, "labNodes": labNodes}, e.lbStorm},
 		{ScenarioChurn, "3. Node churn under load", map[string]int{"services": o.LBServices, "labNodes": labNodes}, e.nodeChurn},
@@ -212,7 +222,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		}
 		e.log.Info("Scenario", "title", st.title, "size", st.size)
 		stopProfile := func() {}
-		if st.id != ScenarioSteady && st.id != ScenarioHealth { // profiled while idle
+		if st.id != ScenarioSteady && st.id != ScenarioHealth && st.id != ScenarioAgent { // profiled while idle, or not the CCM's figures
 			stopProfile = e.profileCPU(ctx, st.id, o.PprofSeconds)
 		}
 		if err := st.run(ctx, s); err != nil {

@@ -74,7 +74,7 @@ func checkResults(t *testing.T, r *Results, o Options, router bool) {
 		case s == nil:
 			t.Errorf("scenario %s missing", id)
 			continue
-		case id == ScenarioHealth && s.Skipped != "" && os.Geteuid() != 0:
+		case (id == ScenarioHealth || id == ScenarioAgent) && s.Skipped != "" && os.Geteuid() != 0:
 			t.Logf("scenario %s skipped: %s", id, s.Skipped)
 			continue
 		case s.Error != "" || s.Skipped != "":
@@ -125,6 +125,12 @@ func checkResults(t *testing.T, r *Results, o Options, router bool) {
 		if f := figure(t, r, ScenarioHealth, "cpu_pct"); f != nil && f.Floor <= 0 {
 			t.Errorf("health: cpu_pct has no floor: %+v", f)
 		}
+	}
+	if s := r.Scenario(ScenarioAgent); s != nil && s.Skipped == "" {
+		// The agent holds one path per Service: its node is eligible for
+		// every address.
+		count(ScenarioAgent, "prefixes", o.AgentServices)
+		positive(ScenarioAgent, "rss_mib", "rss_hwm_mib")
 	}
 	if f := figure(t, r, ScenarioSteady, "rss_mib"); f != nil && f.Value > 4096 {
 		t.Errorf("steady: RSS %v MiB", f.Value)

@@ -62,6 +62,9 @@ func run() error {
 	notReady := flag.Bool("steady-not-ready", false, "scenario 5: register the nodes NotReady, so they are no next hops")
 	healthNodes := flag.Int("health-nodes", def.HealthNodes, "scenario 0: nodes whose kube-proxy /healthz the replica checks (at most 1022)")
 	healthIdle := flag.Duration("health-idle", def.HealthIdle, "scenario 0: how long to watch each replica (checks off, then on)")
+	agentNodes := flag.Int("agent-nodes", def.AgentNodes, "scenario 0b: nodes, the node agent's among them (at most 1022)")
+	agentServices := flag.Int("agent-services", def.AgentServices, "scenario 0b: LoadBalancer Services, each a path of the node agent")
+	agentIdle := flag.Duration("agent-idle", def.AgentIdle, "scenario 0b: how long to watch the idle node agent")
 	timeout := flag.Duration("timeout", def.Timeout, "bound of each wait for the CCM")
 	qps := flag.Float64("kube-api-qps", float64(def.ClientQPS), "the CCM's --kube-api-qps, used by the floor's client")
 	burst := flag.Int("kube-api-burst", def.ClientBurst, "the CCM's --kube-api-burst, used by the floor's client")
@@ -81,7 +84,9 @@ func run() error {
 		"local-services": func() { o.LocalServices = *localServices }, "steady-nodes": func() { o.SteadyNodes = *steadyNodes },
 		"steady-services": func() { o.SteadyServices = *steadyServices }, "steady-idle": func() { o.SteadyIdle = *steadyIdle },
 		"health-nodes": func() { o.HealthNodes = *healthNodes }, "health-idle": func() { o.HealthIdle = *healthIdle },
-		"timeout": func() { o.Timeout = *timeout }, "pprof-seconds": func() { o.PprofSeconds = *pprofSeconds },
+		"agent-nodes": func() { o.AgentNodes = *agentNodes }, "agent-services": func() { o.AgentServices = *agentServices },
+		"agent-idle": func() { o.AgentIdle = *agentIdle }, "timeout": func() { o.Timeout = *timeout },
+		"pprof-seconds": func() { o.PprofSeconds = *pprofSeconds },
 	}
 	flag.Visit(func(f *flag.Flag) {
 		if set, ok := sizes[f.Name]; ok {
