@@ -271,63 +271,19 @@ func (e *env) measureAgent(ctx context.Context, al *agentLab, node string) (agen
 
 // agentLab is the scenario's network namespace and its API relay.
 type agentLab struct {
-	e          *env
-	ns         string
-	nodeIP     netip.Addr
-	kubeconfig string
-	relay      *framework.Relay
-	// client reaches the agent's plain-HTTP /metrics in the namespace.
-	client *http.Client
+	*benchNetNS
+	nodeIP netip.Addr
 }
 
-// startAgentLab makes the namespace ns with nodeIP on its loopback and
-// relays the API server to 127.0.0.1:6443 there. On error nothing is left.
-func startAgentLab(e *env, ns string, nodeIP netip.Addr) (al *agentLab, err error) {
-	al = &agentLab{e: e, ns: ns, nodeIP: nodeIP}
-	if err := ipCmd("netns", "add", ns); err != nil {
+// startAgentLab makes the namespace ns with nodeIP on its loopback and the
+// API server relayed there (startBenchNetNS): the node's address exists
+// where its agent runs, as on a node. On error nothing is left.
+func startAgentLab(e *env, ns string, nodeIP netip.Addr) (*agentLab, error) {
+	n, err := startBenchNetNS(e, ns, netip.PrefixFrom(nodeIP, nodeIP.BitLen()), 10*time.Second)
+	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			al.close()
-		}
-	}()
-	// The node's address exists where its agent runs, as on a node; the
-	// namespace has no other route, so nothing leaves it.
-	for _, args := range [][]string{
-		{"-n", ns, "link", "set", "lo", "up"},
-		{"-n", ns, "addr", "add", netip.PrefixFrom(nodeIP, 32).String(), "dev", "lo"},
-	} {
-		if err := ipCmd(args...); err != nil {
-			return al, err
-		}
-	}
-	if al.relay, err = e.cp.RelayAPIServer(ns); err != nil {
-		return al, fmt.Errorf("bench: agent: %w", err)
-	}
-	al.kubeconfig = filepath.Join(e.o.Dir, "agent-kubeconfig")
-	if err := al.relay.WriteKubeconfig(al.kubeconfig, "admin", e.token); err != nil {
-		return al, fmt.Errorf("bench: %w", err)
-	}
-	al.client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return framework.DialInNetNS(ctx, ns, network, addr)
-		},
-	}}
-	return al, nil
-}
-
-// close stops the relay and deletes the namespace by name.
-func (al *agentLab) close() {
-	if al.relay != nil {
-		al.relay.Close()
-	}
-	if al.client != nil {
-		al.client.CloseIdleConnections()
-	}
-	if err := ipCmd("netns", "delete", al.ns); err != nil {
-		al.e.log.Error(err, "Deleting the agent namespace", "netns", al.ns)
-	}
+	return &agentLab{benchNetNS: n, nodeIP: nodeIP}, nil
 }
 
 // cloudConfig writes the agent's config: announceFrom Nodes, one peer on a

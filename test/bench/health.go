@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -262,42 +261,27 @@ func (e *env) measureReplica(ctx context.Context, hl *healthLab, checks bool) (r
 // healthLab is the scenario's network namespace, its /healthz server and
 // its relay of the API server.
 type healthLab struct {
-	e          *env
-	ns         string
-	kubeconfig string
-	server     *http.Server
-	relay      *framework.Relay
-	// client reaches the replica's secure port on the namespace's loopback.
-	client *http.Client
+	*benchNetNS
+	server *http.Server
 	// answers and conns count the /healthz answers and the connections
 	// the server accepted.
 	answers, conns atomic.Int64
 }
 
-// startHealthLab makes the namespace ns with the block on its loopback,
-// serves /healthz on port 10256 of every address, and relays the API
-// server to 127.0.0.1:6443 there. On error nothing is left.
+// startHealthLab makes the namespace ns with the block on its loopback and
+// the API server relayed there (startBenchNetNS), and serves /healthz on
+// port 10256 of every address. On error nothing is left.
 func startHealthLab(e *env, ns string) (hl *healthLab, err error) {
-	hl = &healthLab{e: e, ns: ns}
-	if err := ipCmd("netns", "add", ns); err != nil {
+	n, err := startBenchNetNS(e, ns, healthBlock, 2*time.Minute)
+	if err != nil {
 		return nil, err
 	}
+	hl = &healthLab{benchNetNS: n}
 	defer func() {
 		if err != nil {
 			hl.close()
 		}
 	}()
-	// A prefix on the loopback device makes every address of it local
-	// (the kernel adds a local route for the whole prefix), without one
-	// address per node.
-	for _, args := range [][]string{
-		{"-n", ns, "link", "set", "lo", "up"},
-		{"-n", ns, "addr", "add", healthBlock.String(), "dev", "lo"},
-	} {
-		if err := ipCmd(args...); err != nil {
-			return hl, err
-		}
-	}
 	ln, err := framework.ListenInNetNS(ns, "tcp", net.JoinHostPort("0.0.0.0", strconv.Itoa(config.DefaultHealthCheckPort)))
 	if err != nil {
 		return hl, fmt.Errorf("bench: health: %w", err)
@@ -312,19 +296,6 @@ func startHealthLab(e *env, ns string) (hl *healthLab, err error) {
 		},
 	}
 	go func() { _ = hl.server.Serve(ln) }()
-	if hl.relay, err = e.cp.RelayAPIServer(ns); err != nil {
-		return hl, fmt.Errorf("bench: health: %w", err)
-	}
-	hl.kubeconfig = filepath.Join(e.o.Dir, "health-kubeconfig")
-	if err := hl.relay.WriteKubeconfig(hl.kubeconfig, "admin", e.token); err != nil {
-		return hl, fmt.Errorf("bench: %w", err)
-	}
-	hl.client = &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the replica's self-signed serving cert, in the scenario's namespace
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return framework.DialInNetNS(ctx, ns, network, addr)
-		},
-	}}
 	return hl, nil
 }
 
@@ -341,20 +312,12 @@ func (hl *healthLab) healthz(w http.ResponseWriter, r *http.Request) {
 	_, _ = fmt.Fprintf(w, `{"lastUpdated": %q,"currentTime": %q, "nodeEligible": true}`, now, now)
 }
 
-// close stops the server and the relay and deletes the namespace by name.
+// close stops the server, then the namespace.
 func (hl *healthLab) close() {
 	if hl.server != nil {
 		_ = hl.server.Close()
 	}
-	if hl.relay != nil {
-		hl.relay.Close()
-	}
-	if hl.client != nil {
-		hl.client.CloseIdleConnections()
-	}
-	if err := ipCmd("netns", "delete", hl.ns); err != nil {
-		hl.e.log.Error(err, "Deleting the health namespace", "netns", hl.ns)
-	}
+	hl.benchNetNS.close()
 }
 
 // cloudConfig writes a replica's config: the run's pool, a BGP peer on a
