@@ -17,9 +17,17 @@ start=$(date +%s)
 while IFS=: read -r file target; do
   pkg="./$(dirname "$file")"
   echo "fuzz: $pkg $target for $fuzztime"
-  if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime 200x "$pkg" > "$root/_output/fuzz-$target.log" 2>&1; then
-    echo "fuzz: $target FAILED:"; tail -30 "$root/_output/fuzz-$target.log"
-    failed=1
+  log="$root/_output/fuzz-$target.log"
+  if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime 200x "$pkg" > "$log" 2>&1; then
+    # Go before 1.27 may end a duration-bounded run with a bare "context
+    # deadline exceeded" and no failing input (a race in its fuzzing
+    # coordinator, golang/go#75804). Only a failing input fails the step.
+    if grep -q 'context deadline exceeded' "$log" && ! grep -q 'Failing input written to' "$log"; then
+      echo "fuzz: $target: the fuzzer stopped at its deadline with no failing input (golang/go#75804): not a failure"
+    else
+      echo "fuzz: $target FAILED:"; tail -30 "$log"
+      failed=1
+    fi
   fi
 done < <(grep -HoE '^func Fuzz[A-Za-z0-9_]*\(f \*testing\.F\)' $(git ls-files -co --exclude-standard 'pkg/**_test.go') | sed -E 's/:func (Fuzz[A-Za-z0-9_]*)\(.*/:\1/' | sort)
 echo "fuzz: done in $(( $(date +%s) - start ))s"
