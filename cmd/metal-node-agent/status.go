@@ -45,12 +45,20 @@ func (c *collector) CollectWithStability(ch chan<- metrics.Metric) {
 	ch <- metrics.NewLazyConstMetric(descPrefixes, metrics.GaugeValue, float64(c.agent.Prefixes()))
 }
 
-// serveStatus serves /healthz (200 once the process runs) and /metrics on
-// addr until ctx ends.
+// serveStatus serves /healthz (200 once the process runs), /readyz (200
+// while the agent announces what it should: agent.Ready; 503 with the reason
+// otherwise) and /metrics on addr until ctx ends.
 func serveStatus(ctx context.Context, addr string, a *agent.Agent) (*http.Server, error) {
 	legacyregistry.CustomMustRegister(&collector{agent: a})
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := a.Ready(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
 	mux.Handle("/metrics", legacyregistry.Handler())
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -35,7 +36,8 @@ type Agent struct {
 	NodeName string
 
 	speaker *bgp.Speaker
-	ann     *announcer.Announcer
+	ann     atomic.Pointer[announcer.Announcer] // set once Run has built it
+	idle    atomic.Bool                         // Run found nothing to announce
 }
 
 // Run announces until ctx ends. The BGP sessions are left to close with the
@@ -46,6 +48,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("node", a.NodeName)
 	cfg := a.Config
 	if cfg.BGP.AnnounceFrom != config.AnnounceFromNodes || len(cfg.BGP.Peers) == 0 {
+		a.idle.Store(true)
 		return ErrNotNodes
 	}
 	node, err := a.waitNode(ctx)
@@ -73,10 +76,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		opts.HealthChecks = &announcer.HealthChecks{Options: hc, ProxyPort: cfg.HealthChecks.Port}
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(a.Client, 0, informers.WithTransform(dropManagedFields))
-	a.ann = announcer.New(factory, a.speaker, lbcontroller.WantsLoadBalancer, opts)
+	ann := announcer.New(factory, a.speaker, lbcontroller.WantsLoadBalancer, opts)
+	a.ann.Store(ann)
 	factory.Start(ctx.Done())
-	logger.Info("Announcing this node's LoadBalancer addresses", "asn", bcfg.ASN, "routerID", bcfg.RouterID, "peers", len(bcfg.Peers))
-	a.ann.Run(klog.NewContext(ctx, logger))
+	logger.Info("Announcing this node's LoadBalancer addresses", "asn", bcfg.ASN, "routerID", bcfg.RouterID, "peers", len(bcfg.Peers),
+		"podRoutes", cfg.Routes.Enabled)
+	ann.Run(klog.NewContext(ctx, logger))
 	factory.Shutdown()
 	return nil
 }

@@ -50,7 +50,7 @@ func speakerConfig(cfg *config.CloudConfig, n *v1.Node) (bgp.Config, error) {
 		if !p.Selects(labels.Set(n.Labels)) {
 			continue
 		}
-		peer, err := bgp.PeerFrom(p, i)
+		peer, err := bgp.PeerFrom(p, i, &cfg.Routes)
 		if err != nil {
 			return bgp.Config{}, err
 		}

@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -77,5 +78,34 @@ bgp:
 				t.Errorf("peer %s: restart time %s, want the default hold time 90s (the default restart time is 120s)", p.Address, p.RestartTime)
 			}
 		})
+	}
+}
+
+// TestSpeakerConfigPodRoutesDeny: a peer with podRoutes false gets nothing
+// inside routes.clusterCIDRs from an agent either.
+func TestSpeakerConfigPodRoutesDeny(t *testing.T) {
+	cfg, err := config.Parse([]byte(`apiVersion: metal-ccm.io/v1alpha1
+kind: CloudConfig
+bgp:
+  asn: 64512
+  announceFrom: Nodes
+  peers:
+  - {address: 198.18.1.1, asn: 64500}
+  - {address: 198.18.1.2, asn: 64500, podRoutes: false}
+routes:
+  enabled: true
+  clusterCIDRs: [198.19.0.0/16]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &v1.Node{Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "198.18.1.11"}}}}
+	got, err := speakerConfig(cfg, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Peers) != 2 || len(got.Peers[0].Deny) != 0 ||
+		!slices.Equal(got.Peers[1].Deny, []netip.Prefix{netip.MustParsePrefix("198.19.0.0/16")}) {
+		t.Errorf("peers %+v: want no filter on the first, 198.19.0.0/16 denied to the second", got.Peers)
 	}
 }

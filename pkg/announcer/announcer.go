@@ -9,6 +9,7 @@ import (
 	"context"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -82,6 +83,7 @@ type Announcer struct {
 	healthTargetsChanged bool
 
 	podApplied map[string]map[netip.Prefix]netip.Addr // node -> its announced pod routes (under mu)
+	firstSync  atomic.Bool                            // the first sync after the caches' is done
 }
 
 // New builds an announcer over factory's informers. Start the factory after.
@@ -248,6 +250,7 @@ func (a *Announcer) Run(ctx context.Context) {
 		if a.sync(ctx) {
 			retry.Reset(time.Second)
 		}
+		a.firstSync.Store(true)
 	}
 }
 

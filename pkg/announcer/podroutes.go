@@ -48,31 +48,45 @@ func (a *Announcer) recordPodRoutes() {
 	}
 }
 
-// podRoutes are a node's pod CIDRs, each with the node's address of the
-// configured type and the CIDR's family as next hop. A node being deleted, or
-// without such an address, has none. Readiness does not matter: pods of a
-// NotReady node may still run.
+// podRoutes are a node's pod routes (PodRoutesOf) as the table keeps them.
 func (a *Announcer) podRoutes(name string) map[netip.Prefix][]netip.Addr {
 	n, err := a.nodes.Get(name)
-	if err != nil || n.DeletionTimestamp != nil {
+	if err != nil {
 		return nil
 	}
 	out := map[netip.Prefix][]netip.Addr{}
+	for p, hop := range PodRoutesOf(n, a.opts.PodNextHop) {
+		out[p] = []netip.Addr{hop}
+	}
+	return out
+}
+
+// PodRoutesOf are a node's pod CIDRs, each with its next hop: the node's
+// address of type hopType and of the CIDR's family. A node being deleted has
+// none, and a CIDR without such an address is left out. Readiness does not
+// matter: pods of a NotReady node may still run. The replicas' announcer
+// and the CCM's view of what the node agents announce both use it.
+func PodRoutesOf(n *v1.Node, hopType v1.NodeAddressType) map[netip.Prefix]netip.Addr {
+	if n.DeletionTimestamp != nil {
+		return nil
+	}
+	out := map[netip.Prefix]netip.Addr{}
 	for _, c := range n.Spec.PodCIDRs {
 		p, err := netip.ParsePrefix(c)
 		if err != nil {
 			continue
 		}
-		if hop, ok := a.nodeAddress(n, p.Addr().Is4()); ok {
-			out[p.Masked()] = []netip.Addr{hop}
+		if hop, ok := NodeAddress(n, hopType, p.Addr().Is4()); ok {
+			out[p.Masked()] = hop
 		}
 	}
 	return out
 }
 
-func (a *Announcer) nodeAddress(n *v1.Node, v4 bool) (netip.Addr, bool) {
+// NodeAddress is the node's first address of type hopType and of a family.
+func NodeAddress(n *v1.Node, hopType v1.NodeAddressType, v4 bool) (netip.Addr, bool) {
 	for _, addr := range n.Status.Addresses {
-		if addr.Type != a.opts.PodNextHop {
+		if addr.Type != hopType {
 			continue
 		}
 		ip, err := netip.ParseAddr(addr.Address)
@@ -115,5 +129,25 @@ func (a *Announcer) NextHopFor(node string, v4 bool) (netip.Addr, bool) {
 	if err != nil {
 		return netip.Addr{}, false
 	}
-	return a.nodeAddress(n, v4)
+	return NodeAddress(n, a.opts.PodNextHop, v4)
+}
+
+// Synced reports whether the announcer has applied what its caches showed
+// once they had synced.
+func (a *Announcer) Synced() bool { return a.firstSync.Load() }
+
+// MissingPodRoutes lists the pod CIDRs of a node that it should have
+// announced (those with a next hop) and the backend does not have yet.
+func (a *Announcer) MissingPodRoutes(node string) []netip.Prefix {
+	want := a.podRoutes(node)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []netip.Prefix
+	for p := range want {
+		if _, ok := a.podApplied[node][p]; !ok {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(x, y netip.Prefix) int { return x.Addr().Compare(y.Addr()) })
+	return out
 }

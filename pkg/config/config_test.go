@@ -444,10 +444,17 @@ func TestAnnounceFromNodes(t *testing.T) {
   nodeASNLabel: metal-ccm.io/asn
   peers:
   - {address: 198.18.1.1, asn: 64500, nodeSelector: {matchLabels: {topology.kubernetes.io/zone: rack1}}, ebgpMultihop: 2}
-  - {address: 198.18.2.1, asn: 64500}
+  - {address: 198.18.2.1, asn: 64500, podRoutes: false}
+routes:
+  enabled: true
+  clusterCIDRs: [198.19.0.0/16]
 `))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The agents announce their own pod CIDRs: routes.enabled is accepted.
+	if !cfg.Routes.Enabled {
+		t.Error("routes.enabled lost")
 	}
 	rack1 := labels.Set{"topology.kubernetes.io/zone": "rack1"}
 	rack2 := labels.Set{"topology.kubernetes.io/zone": "rack2"}

@@ -39,7 +39,7 @@ func (c *CloudConfig) validate() field.ErrorList {
 	}
 	errs = append(errs, c.Nodes.validate(field.NewPath("nodes"))...)
 	errs = append(errs, c.LoadBalancer.validate(field.NewPath("loadBalancer"))...)
-	errs = append(errs, c.BGP.validate(field.NewPath("bgp"), c.Routes.Enabled)...)
+	errs = append(errs, c.BGP.validate(field.NewPath("bgp"))...)
 	errs = append(errs, c.Routes.validate(field.NewPath("routes"), &c.BGP)...)
 	errs = append(errs, c.HealthChecks.validate(field.NewPath("healthChecks"))...)
 	return errs

@@ -76,7 +76,7 @@ func (lb *LoadBalancer) validate(p *field.Path) field.ErrorList {
 
 var stopModes = []StopMode{StopAuto, StopWithdraw, StopGracefulRestart}
 
-func (b *BGP) validate(p *field.Path, routesEnabled bool) field.ErrorList {
+func (b *BGP) validate(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if len(b.Peers) > 0 && b.ASN == 0 {
 		errs = append(errs, field.Required(p.Child("asn"), "the speaker's AS number, needed with peers"))
@@ -99,7 +99,7 @@ func (b *BGP) validate(p *field.Path, routesEnabled bool) field.ErrorList {
 	if !slices.Contains(stopModes, b.OnStop) {
 		errs = append(errs, field.NotSupported(p.Child("onStop"), b.OnStop, stopModes))
 	}
-	errs = append(errs, b.validateAnnounceFrom(p, routesEnabled)...)
+	errs = append(errs, b.validateAnnounceFrom(p)...)
 	seen := map[netip.Addr]int{}
 	for i := range b.Peers {
 		peer := &b.Peers[i]

@@ -17,16 +17,12 @@ const MaxEBGPMultihop = 255
 // validateAnnounceFrom checks announceFrom and the fields that only the
 // node agents use (they would be ignored by the replicas: refused there, so
 // nobody believes they apply), and compiles the peers' node selectors.
-func (b *BGP) validateAnnounceFrom(p *field.Path, routesEnabled bool) field.ErrorList {
+func (b *BGP) validateAnnounceFrom(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if !slices.Contains(announceFroms, b.AnnounceFrom) {
 		errs = append(errs, field.NotSupported(p.Child("announceFrom"), b.AnnounceFrom, announceFroms))
 	}
 	nodes := b.AnnounceFrom == AnnounceFromNodes
-	if nodes && routesEnabled {
-		errs = append(errs, field.Invalid(p.Child("announceFrom"), b.AnnounceFrom,
-			"routes.enabled is not supported with announceFrom Nodes yet: the node agents announce LoadBalancer addresses only"))
-	}
 	if b.NodeASNLabel != "" {
 		if !nodes {
 			errs = append(errs, field.Invalid(p.Child("nodeASNLabel"), b.NodeASNLabel, "only with announceFrom Nodes"))

@@ -9,16 +9,21 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/metal-ccm/metal-ccm/pkg/announcer"
+	"github.com/metal-ccm/metal-ccm/pkg/config"
 )
 
 // RunInEveryReplica starts what must run whoever leads: the announcement
 // backends the config asks for (BGP with peers) and the announcer, which
-// announces what the Services' status shows. Without a backend it does
-// nothing. It returns once they are started. The announcer stops with ctx;
+// announces what the Services' status shows; with announceFrom Nodes and
+// routes.enabled, the watch on the node agents' pods that tells which pod
+// routes they announce. Without a backend it announces nothing. It returns once they are started. The announcer stops with ctx;
 // the backends do not (BGP sessions must outlive ctx when routers should
 // keep the routes): StopInEveryReplica decides what they do.
 func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) error {
 	cfg := c.state.Load().cfg
+	if cfg.Routes.Enabled && cfg.BGP.AnnounceFrom == config.AnnounceFromNodes {
+		c.agentRoutes.Store(newAgentRoutes(ctx, cs, agentNamespace(), cfg.Routes.NextHopAddressType))
+	}
 	built, err := buildBackends(cfg)
 	if err != nil || len(built) == 0 {
 		return err

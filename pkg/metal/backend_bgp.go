@@ -93,14 +93,11 @@ func speakerConfig(b *config.BGP, r *config.Routes) (bgp.Config, error) {
 	out := bgp.Config{ASN: b.ASN}
 	for i := range b.Peers {
 		p := &b.Peers[i]
-		peer, err := bgp.PeerFrom(p, i)
+		peer, err := bgp.PeerFrom(p, i, r)
 		if err != nil {
 			return bgp.Config{}, err
 		}
 		peer.LocalAddress = p.LocalAddr()
-		if p.PodRoutes != nil && !*p.PodRoutes {
-			peer.Deny = r.ClusterPrefixes()
-		}
 		out.Peers = append(out.Peers, peer)
 	}
 	if id := b.RouterIDAddr(); id.IsValid() {

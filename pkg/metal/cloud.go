@@ -46,6 +46,9 @@ type Cloud struct {
 	lb        *lbState
 	backends  atomic.Pointer[backends]
 	announcer atomic.Pointer[announcer.Announcer]
+	// agentRoutes: with announceFrom Nodes and routes.enabled, the pod
+	// routes the node agents announce.
+	agentRoutes atomic.Pointer[agentRoutes]
 }
 
 // state is everything derived from one config, swapped as a whole.

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
+
+	"github.com/metal-ccm/metal-ccm/pkg/announcer"
 )
 
 var _ cloudprovider.Routes = (*Cloud)(nil)
@@ -26,6 +28,26 @@ var (
 	ErrNoSpeaker = errors.New("BGP speaker not running")
 )
 
+// routeSource tells which pod routes are in place and the next hop a
+// node's pod CIDR gets: the replicas' own announcer (announceFrom Replicas),
+// or the node agents' pods (announceFrom Nodes, routes_agents.go).
+type routeSource interface {
+	NodeRoutes() []announcer.NodeRoute
+	NextHopFor(node string, v4 bool) (netip.Addr, bool)
+}
+
+// routes is the route source of this replica, or nil before
+// RunInEveryReplica has started one.
+func (c *Cloud) routes() routeSource {
+	if r := c.agentRoutes.Load(); r != nil {
+		return r
+	}
+	if a := c.announcer.Load(); a != nil {
+		return a
+	}
+	return nil
+}
+
 // routeWait bounds how long CreateRoute and DeleteRoute wait for the
 // announcer, which follows the nodes' spec.podCIDRs by itself.
 const routeWait = 10 * time.Second
@@ -38,10 +60,12 @@ func (c *Cloud) Routes() (cloudprovider.Routes, bool) {
 	return c, true
 }
 
-// ListRoutes reports the pod routes this replica announces. Every replica
-// announces the same ones from the nodes' spec.podCIDRs, whoever leads.
+// ListRoutes reports the pod routes in place: those this replica announces
+// (every replica announces the same ones from the nodes' spec.podCIDRs,
+// whoever leads), or with announceFrom Nodes those of the nodes whose agent
+// is Ready.
 func (c *Cloud) ListRoutes(context.Context, string) ([]*cloudprovider.Route, error) {
-	ann := c.announcer.Load()
+	ann := c.routes()
 	if ann == nil {
 		return nil, fmt.Errorf("list routes: %w", ErrNoSpeaker)
 	}
@@ -56,12 +80,12 @@ func (c *Cloud) ListRoutes(context.Context, string) ([]*cloudprovider.Route, err
 	return out, nil
 }
 
-// CreateRoute waits until the announcer announces the node's pod CIDR (it
-// does so from the node's spec.podCIDRs), or fails when the node has no
+// CreateRoute waits until the announcer (or the node's agent) announces the
+// node's pod CIDR (it does so from the node's spec.podCIDRs), or fails when the node has no
 // address to route to, so that the route controller keeps the node's
 // NetworkUnavailable condition True.
 func (c *Cloud) CreateRoute(ctx context.Context, _ string, _ string, route *cloudprovider.Route) error {
-	ann := c.announcer.Load()
+	ann := c.routes()
 	if ann == nil {
 		return fmt.Errorf("create route %s: %w", route.DestinationCIDR, ErrNoSpeaker)
 	}
@@ -100,7 +124,7 @@ func (c *Cloud) DeleteRoute(ctx context.Context, _ string, route *cloudprovider.
 }
 
 func (c *Cloud) announces(node string, cidr netip.Prefix) bool {
-	ann := c.announcer.Load()
+	ann := c.routes()
 	if ann == nil {
 		return false
 	}
