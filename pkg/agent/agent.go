@@ -73,7 +73,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		opts.HealthChecks = &announcer.HealthChecks{Options: hc, ProxyPort: cfg.HealthChecks.Port}
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(a.Client, 0, informers.WithTransform(dropManagedFields))
-	a.ann = announcer.New(factory, a.speaker, lbcontroller.WantsLoadBalancer, opts)
+	inf := announcer.Informers{
+		Services:       factory.Core().V1().Services().Informer(),
+		Nodes:          factory.Core().V1().Nodes().Informer(),
+		EndpointSlices: factory.Discovery().V1().EndpointSlices().Informer(),
+	}
+	a.ann = announcer.New(inf, a.speaker, lbcontroller.WantsLoadBalancer, opts)
 	factory.Start(ctx.Done())
 	logger.Info("Announcing this node's LoadBalancer addresses", "asn", bcfg.ASN, "routerID", bcfg.RouterID, "peers", len(bcfg.Peers))
 	a.ann.Run(klog.NewContext(ctx, logger))
