@@ -9,15 +9,13 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/metal-ccm/metal-ccm/pkg/announcer"
 	"github.com/metal-ccm/metal-ccm/pkg/bgp"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/healthcheck"
-	"github.com/metal-ccm/metal-ccm/pkg/lbcontroller"
+	"github.com/metal-ccm/metal-ccm/pkg/lbrule"
 )
 
 // ErrNotNodes is returned by Run when the config has the replicas announce
@@ -31,7 +29,7 @@ const nodeWait = 5 * time.Minute
 // Agent announces its node's LoadBalancer addresses.
 type Agent struct {
 	Config   *config.CloudConfig
-	Client   kubernetes.Interface
+	Client   *Client
 	NodeName string
 
 	speaker *bgp.Speaker
@@ -72,17 +70,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	if hc, on := healthcheck.FromConfig(cfg.HealthChecks); on {
 		opts.HealthChecks = &announcer.HealthChecks{Options: hc, ProxyPort: cfg.HealthChecks.Port}
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(a.Client, 0, informers.WithTransform(dropManagedFields))
-	inf := announcer.Informers{
-		Services:       factory.Core().V1().Services().Informer(),
-		Nodes:          factory.Core().V1().Nodes().Informer(),
-		EndpointSlices: factory.Discovery().V1().EndpointSlices().Informer(),
-	}
-	a.ann = announcer.New(inf, a.speaker, lbcontroller.WantsLoadBalancer, opts)
-	factory.Start(ctx.Done())
+	inf := a.Client.informers()
+	a.ann = announcer.New(inf, a.speaker, lbrule.WantsLoadBalancer, opts)
+	stopped := runInformers(ctx, inf)
 	logger.Info("Announcing this node's LoadBalancer addresses", "asn", bcfg.ASN, "routerID", bcfg.RouterID, "peers", len(bcfg.Peers))
 	a.ann.Run(klog.NewContext(ctx, logger))
-	factory.Shutdown()
+	stopped.Wait()
 	return nil
 }
 
@@ -90,8 +83,8 @@ func (a *Agent) Run(ctx context.Context) error {
 func (a *Agent) waitNode(ctx context.Context) (*v1.Node, error) {
 	var node *v1.Node
 	err := wait.PollUntilContextTimeout(ctx, time.Second, nodeWait, true, func(ctx context.Context) (bool, error) {
-		n, err := a.Client.CoreV1().Nodes().Get(ctx, a.NodeName, metav1.GetOptions{})
-		if err != nil {
+		n := &v1.Node{}
+		if err := a.Client.Nodes.Get(ctx, a.NodeName, n); err != nil {
 			klog.FromContext(ctx).V(2).Info("Waiting for the node", "node", a.NodeName, "err", err)
 			return false, nil
 		}
