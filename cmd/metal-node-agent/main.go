@@ -15,7 +15,6 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/cli"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -85,7 +84,7 @@ func (o *options) run(ctx context.Context) error {
 		return fmt.Errorf("client configuration: %w", err)
 	}
 	rc.UserAgent = "metal-node-agent"
-	cs, err := kubernetes.NewForConfig(rc)
+	cs, err := agent.NewClient(rc)
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}

@@ -10,15 +10,13 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/metal-ccm/metal-ccm/pkg/announcer"
 	"github.com/metal-ccm/metal-ccm/pkg/bgp"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/healthcheck"
-	"github.com/metal-ccm/metal-ccm/pkg/lbcontroller"
+	"github.com/metal-ccm/metal-ccm/pkg/lbrule"
 )
 
 // ErrNotNodes is returned by Run when the config has the replicas announce
@@ -32,7 +30,7 @@ const nodeWait = 5 * time.Minute
 // Agent announces its node's LoadBalancer addresses.
 type Agent struct {
 	Config   *config.CloudConfig
-	Client   kubernetes.Interface
+	Client   *Client
 	NodeName string
 
 	speaker *bgp.Speaker
@@ -75,14 +73,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	if hc, on := healthcheck.FromConfig(cfg.HealthChecks); on {
 		opts.HealthChecks = &announcer.HealthChecks{Options: hc, ProxyPort: cfg.HealthChecks.Port}
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(a.Client, 0, informers.WithTransform(dropManagedFields))
-	ann := announcer.New(factory, a.speaker, lbcontroller.WantsLoadBalancer, opts)
+	inf := a.Client.informers()
+	ann := announcer.New(inf, a.speaker, lbrule.WantsLoadBalancer, opts)
 	a.ann.Store(ann)
-	factory.Start(ctx.Done())
+	stopped := runInformers(ctx, inf)
 	logger.Info("Announcing this node's LoadBalancer addresses", "asn", bcfg.ASN, "routerID", bcfg.RouterID, "peers", len(bcfg.Peers),
 		"podRoutes", cfg.Routes.Enabled)
 	ann.Run(klog.NewContext(ctx, logger))
-	factory.Shutdown()
+	stopped.Wait()
 	return nil
 }
 
@@ -90,8 +88,8 @@ func (a *Agent) Run(ctx context.Context) error {
 func (a *Agent) waitNode(ctx context.Context) (*v1.Node, error) {
 	var node *v1.Node
 	err := wait.PollUntilContextTimeout(ctx, time.Second, nodeWait, true, func(ctx context.Context) (bool, error) {
-		n, err := a.Client.CoreV1().Nodes().Get(ctx, a.NodeName, metav1.GetOptions{})
-		if err != nil {
+		n := &v1.Node{}
+		if err := a.Client.Nodes.Get(ctx, a.NodeName, n); err != nil {
 			klog.FromContext(ctx).V(2).Info("Waiting for the node", "node", a.NodeName, "err", err)
 			return false, nil
 		}

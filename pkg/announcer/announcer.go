@@ -15,7 +15,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -86,8 +85,16 @@ type Announcer struct {
 	firstSync  atomic.Bool                            // the first sync after the caches' is done
 }
 
-// New builds an announcer over factory's informers. Start the factory after.
-func New(factory informers.SharedInformerFactory, backend Backend, serves Filter, opts Options) *Announcer {
+// Informers are what an announcer watches, all of a cluster's objects of
+// each kind. They are informers, not a shared informer factory, so that a
+// caller that needs only these three (the node agent) need not link
+// client-go's factory, which links every API group's informers and clients.
+type Informers struct {
+	Services, Nodes, EndpointSlices cache.SharedIndexInformer
+}
+
+// New builds an announcer over inf. Start the informers after.
+func New(inf Informers, backend Backend, serves Filter, opts Options) *Announcer {
 	if opts.PodNextHop == "" {
 		opts.PodNextHop = v1.NodeInternalIP
 	}
@@ -98,8 +105,8 @@ func New(factory informers.SharedInformerFactory, backend Backend, serves Filter
 		backend:   backend,
 		serves:    serves,
 		opts:      opts,
-		services:  factory.Core().V1().Services().Lister(),
-		nodes:     factory.Core().V1().Nodes().Lister(),
+		services:  corelisters.NewServiceLister(inf.Services.GetIndexer()),
+		nodes:     corelisters.NewNodeLister(inf.Nodes.GetIndexer()),
 		dirtySvcs: map[string]bool{},
 		wake:      make(chan struct{}, 1),
 		table:     newPathTable(),
@@ -108,11 +115,9 @@ func New(factory informers.SharedInformerFactory, backend Backend, serves Filter
 		a.health = newHealth(*opts.HealthChecks, a.healthChanged)
 		a.health.failClosed = opts.OnlyNode != ""
 	}
-	svcInf := factory.Core().V1().Services().Informer()
-	nodeInf := factory.Core().V1().Nodes().Informer()
-	sliceInf := factory.Discovery().V1().EndpointSlices().Informer()
+	svcInf, nodeInf, sliceInf := inf.Services, inf.Nodes, inf.EndpointSlices
 	if err := sliceInf.AddIndexers(cache.Indexers{byService: serviceOfSlice}); err != nil {
-		// Only if the factory was started before New, which New forbids.
+		// Only if the informer was started before New, which New forbids.
 		klog.Background().Error(err, "EndpointSlices not indexed: Local Services will not be announced")
 	}
 	a.slices = sliceInf.GetIndexer()

@@ -20,6 +20,16 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/nodes"
 )
 
+// factoryInformers are a factory's informers of what the announcer watches,
+// as the CCM builds them.
+func factoryInformers(f informers.SharedInformerFactory) Informers {
+	return Informers{
+		Services:       f.Core().V1().Services().Informer(),
+		Nodes:          f.Core().V1().Nodes().Informer(),
+		EndpointSlices: f.Discovery().V1().EndpointSlices().Informer(),
+	}
+}
+
 type fakeSpeaker struct {
 	mu    sync.Mutex
 	paths map[netip.Prefix][]netip.Addr
@@ -88,7 +98,7 @@ func TestAnnouncements(t *testing.T) {
 	)
 	sp := &fakeSpeaker{paths: map[netip.Prefix][]netip.Addr{}}
 	f := informers.NewSharedInformerFactory(cs, 0)
-	a := New(f, sp, func(s *v1.Service) bool {
+	a := New(factoryInformers(f), sp, func(s *v1.Service) bool {
 		return s.Spec.Type == v1.ServiceTypeLoadBalancer && s.Spec.LoadBalancerClass == nil
 	}, Options{})
 	f.Start(ctx.Done())
@@ -159,7 +169,7 @@ func TestSharedAddressIsTheUnionOfItsServices(t *testing.T) {
 	)
 	sp := &fakeSpeaker{paths: map[netip.Prefix][]netip.Addr{}}
 	f := informers.NewSharedInformerFactory(cs, 0)
-	an := New(f, sp, func(*v1.Service) bool { return true }, Options{})
+	an := New(factoryInformers(f), sp, func(*v1.Service) bool { return true }, Options{})
 	f.Start(ctx.Done())
 	go an.Run(ctx)
 	eventually(t, "union", func() bool { return sp.get("198.18.100.3/32") == "[198.18.10.11 198.18.10.12]" })
@@ -179,7 +189,7 @@ func TestPodRoutes(t *testing.T) {
 	cs := fake.NewClientset(n1, n2)
 	sp := &fakeSpeaker{paths: map[netip.Prefix][]netip.Addr{}}
 	f := informers.NewSharedInformerFactory(cs, 0)
-	an := New(f, sp, func(*v1.Service) bool { return true }, Options{PodRoutes: true})
+	an := New(factoryInformers(f), sp, func(*v1.Service) bool { return true }, Options{PodRoutes: true})
 	f.Start(ctx.Done())
 	go an.Run(ctx)
 	eventually(t, "pod routes", func() bool {
@@ -245,7 +255,7 @@ func TestMaxNextHopsOption(t *testing.T) {
 	)
 	sp := &fakeSpeaker{paths: map[netip.Prefix][]netip.Addr{}}
 	f := informers.NewSharedInformerFactory(cs, 0)
-	a := New(f, sp, func(s *v1.Service) bool { return s.Spec.Type == v1.ServiceTypeLoadBalancer }, Options{MaxNextHops: 2})
+	a := New(factoryInformers(f), sp, func(s *v1.Service) bool { return s.Spec.Type == v1.ServiceTypeLoadBalancer }, Options{MaxNextHops: 2})
 	f.Start(ctx.Done())
 	go a.Run(ctx)
 	all := []netip.Addr{netip.MustParseAddr("198.18.10.11"), netip.MustParseAddr("198.18.10.12"),
@@ -317,7 +327,7 @@ func TestNodeEligibility(t *testing.T) {
 	)
 	sp := &fakeSpeaker{paths: map[netip.Prefix][]netip.Addr{}}
 	f := informers.NewSharedInformerFactory(cs, 0)
-	a := New(f, sp, func(*v1.Service) bool { return true }, Options{})
+	a := New(factoryInformers(f), sp, func(*v1.Service) bool { return true }, Options{})
 	f.Start(ctx.Done())
 	go a.Run(ctx)
 

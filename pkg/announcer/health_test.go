@@ -87,7 +87,7 @@ func TestHealthChecks(t *testing.T) {
 	)
 	sp := &fakeSpeaker{paths: map[netip.Prefix][]netip.Addr{}}
 	f := informers.NewSharedInformerFactory(cs, 0)
-	a := New(f, sp, func(s *v1.Service) bool { return s.Spec.Type == v1.ServiceTypeLoadBalancer },
+	a := New(factoryInformers(f), sp, func(s *v1.Service) bool { return s.Spec.Type == v1.ServiceTypeLoadBalancer },
 		Options{HealthChecks: &HealthChecks{ProxyPort: 10256}})
 	fc := &fakeChecker{states: map[netip.AddrPort]healthcheck.State{
 		netip.MustParseAddrPort("198.18.10.11:10256"):      healthcheck.Healthy,
@@ -182,7 +182,7 @@ func TestOnlyNode(t *testing.T) {
 	)
 	sp := &fakeSpeaker{paths: map[netip.Prefix][]netip.Addr{}}
 	f := informers.NewSharedInformerFactory(cs, 0)
-	a := New(f, sp, func(s *v1.Service) bool { return s.Spec.Type == v1.ServiceTypeLoadBalancer },
+	a := New(factoryInformers(f), sp, func(s *v1.Service) bool { return s.Spec.Type == v1.ServiceTypeLoadBalancer },
 		Options{OnlyNode: "n2", PodRoutes: true, HealthChecks: &HealthChecks{ProxyPort: 10256}})
 	fc := &fakeChecker{states: map[netip.AddrPort]healthcheck.State{
 		netip.MustParseAddrPort("198.18.10.12:10256"): healthcheck.Healthy,

@@ -5,19 +5,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/cache"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
+
+	"github.com/metal-ccm/metal-ccm/pkg/lbrule"
 )
 
 // WantsLoadBalancer reports whether a Service should hold a load balancer of
-// the provider now: of type LoadBalancer, without a loadBalancerClass (a
-// class names another implementation, as upstream), and not being deleted.
-// It is the one rule of which Services are served: the controller ensures
-// exactly these, and a provider that keeps state of its own (the metal
-// provider's allocator and announcer) uses it too, so that the two never
-// disagree. A Service being deleted is excluded because what it holds is
-// freed then: a provider must not take its status for an address in use.
-func WantsLoadBalancer(svc *v1.Service) bool {
-	return svc.Spec.Type == v1.ServiceTypeLoadBalancer && svc.Spec.LoadBalancerClass == nil && svc.DeletionTimestamp == nil
-}
+// the provider now: the rule of pkg/lbrule, which the controller ensures.
+func WantsLoadBalancer(svc *v1.Service) bool { return lbrule.WantsLoadBalancer(svc) }
 
 // Key is a Service's key in the controller's queue, "namespace/name" (the
 // key of client-go's caches), and the key Requeue takes. A provider that

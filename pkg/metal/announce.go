@@ -38,7 +38,12 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) 
 	// The announcer only reads: its caches need no managedFields (about 30% of
 	// a decoded Service or Node).
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(dropManagedFields))
-	ann := announcer.New(factory, bs, wantsLoadBalancer, announcer.Options{
+	inf := announcer.Informers{
+		Services:       factory.Core().V1().Services().Informer(),
+		Nodes:          factory.Core().V1().Nodes().Informer(),
+		EndpointSlices: factory.Discovery().V1().EndpointSlices().Informer(),
+	}
+	ann := announcer.New(inf, bs, wantsLoadBalancer, announcer.Options{
 		PodRoutes:    cfg.Routes.Enabled,
 		PodNextHop:   cfg.Routes.NextHopAddressType,
 		MaxNextHops:  cfg.BGP.MaxPathsPerAddress,
