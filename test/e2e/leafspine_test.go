@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -17,9 +19,14 @@ import (
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
 
+// leafSpineHoldTime is the agents' sessions' hold time (the shortest BGP
+// allows), and so the most a killed agent's paths stay at its ToR.
+const leafSpineHoldTime = 3 * time.Second
+
 // leafSpineConfig is announceFrom Nodes for the leaf-spine lab: each
 // rack's ToR (both families) selected by the rack's zone label, eBGP with
-// the ToR's AS. The nodes run no kube-proxy here: no health checks.
+// the ToR's AS, and pod routes. The nodes run no kube-proxy here: no
+// health checks.
 func leafSpineConfig(pool4, pool6 string) string {
 	cfg := fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
 kind: CloudConfig
@@ -29,6 +36,8 @@ loadBalancer:
     addresses: [%s, %q]
 healthChecks:
   enabled: false
+routes:
+  enabled: true
 bgp:
   asn: %d
   announceFrom: Nodes
@@ -36,8 +45,8 @@ bgp:
 `, pool4, pool6, netlab.DefaultSpeakerASN)
 	for r := range 2 {
 		for _, f := range []netlab.Family{netlab.IPv4, netlab.IPv6} {
-			cfg += fmt.Sprintf("  - {address: %q, asn: %d, holdTime: 3s, nodeSelector: {matchLabels: {topology.kubernetes.io/zone: rack%d}}}\n",
-				netlab.LeafSpineTorAddr(f, r), 65001+r, r)
+			cfg += fmt.Sprintf("  - {address: %q, asn: %d, holdTime: %s, nodeSelector: {matchLabels: {topology.kubernetes.io/zone: rack%d}}}\n",
+				netlab.LeafSpineTorAddr(f, r), 65001+r, leafSpineHoldTime, r)
 		}
 	}
 	return cfg
@@ -78,7 +87,10 @@ func testLeafSpineNodeAgents(t *testing.T, opts netlab.LeafSpineOptions) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = client.CoreV1().Nodes().Delete(context.Background(), n.name, metav1.DeleteOptions{}) })
-			patch := fmt.Sprintf(`{"metadata":{"labels":{"topology.kubernetes.io/zone":"rack%d"}}}`, r)
+			// The rack's zone label, and pod CIDRs as an installer sets them.
+			k := 60 + 2*r + i
+			patch := fmt.Sprintf(`{"metadata":{"labels":{"topology.kubernetes.io/zone":"rack%d"}},`+
+				`"spec":{"podCIDR":"198.19.%d.0/24","podCIDRs":["198.19.%d.0/24","2001:db8:19:%d::/64"]}}`, r, k, k, k)
 			if _, err := client.CoreV1().Nodes().Patch(ctx, n.name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -90,13 +102,16 @@ func testLeafSpineNodeAgents(t *testing.T, opts netlab.LeafSpineOptions) {
 		t.Fatal(err)
 	}
 	cp.StartCCMForTest(t, framework.CCMOptions{Name: "ccm-leafspine", CloudConfig: cfg, HealthChecks: true,
-		Args: []string{"--leader-elect-resource-name", "e2e-leafspine"}})
+		// The agents announce the pod routes by themselves; the route
+		// controller, which learns of them from the agents' pods, is
+		// TestChartNodeAgentsOnRealNodes' (no pods here).
+		Args: []string{"--leader-elect-resource-name", "e2e-leafspine", "--configure-cloud-routes=false"}})
 	ns := framework.NewNamespace(t, client, framework.NamespaceName(t), framework.ReleaseServices(30*time.Second))
 	var where []agentPlace
 	for _, n := range nodes {
 		where = append(where, agentPlace{node: n.name, netns: ls.NodeNamespace(n.r, n.i)})
 	}
-	startAgentsIn(t, where, cfg)
+	agents := startAgentsIn(t, where, cfg)
 
 	framework.CreateLoadBalancer(t, client, ns, "web", framework.DualStack)
 	vips := waitVIPs(t, ns, "web", 2)
@@ -160,6 +175,75 @@ func testLeafSpineNodeAgents(t *testing.T, opts netlab.LeafSpineOptions) {
 			t.Errorf("40 requests to %s reached racks %v, want both", vip, seen)
 		}
 	}
+
+	t.Run("pod routes across racks, dual-stack", func(t *testing.T) {
+		// Each node serves HTTP on the first address of each of its pod
+		// CIDRs (a pod of its own, as far as routing goes).
+		pods := map[string]map[netlab.Family]netip.Addr{}
+		for _, n := range nodes {
+			node := framework.WaitNode(t, client, n.name, 30*time.Second, func(n *v1.Node) bool { return len(n.Spec.PodCIDRs) == 2 })
+			addrs := map[netlab.Family]netip.Addr{}
+			for _, c := range node.Spec.PodCIDRs {
+				p := netip.MustParsePrefix(c)
+				f := netlab.IPv4
+				if p.Addr().Is6() {
+					f = netlab.IPv6
+				}
+				addrs[f] = p.Addr().Next()
+				// The node's ToR routes it to the node; the spine to that ToR.
+				wait(ls.Tors[n.r], p, netlab.LeafSpineNodeAddr(f, n.r, n.i))
+				wait(ls.Spine, p, netlab.LeafSpineTorUplinkAddr(f, n.r))
+			}
+			pods[n.name] = addrs
+			if err := ls.ServeVIP(n.r, n.i, addrs[netlab.IPv4], addrs[netlab.IPv6]); err != nil {
+				t.Fatal(err)
+			}
+			// The agent says it is ready once its pod CIDRs are announced:
+			// the CCM's route controller reads that from its pod.
+			out, err := ls.Exec(ls.NodeNamespace(n.r, n.i), "curl", "-sS", "--max-time", "5", "http://127.0.0.1:10263/readyz")
+			if err != nil || out != "ok" {
+				t.Errorf("agent of %s: /readyz %q, %v", n.name, out, err)
+			}
+		}
+		// From a pod address of a rack-0 node to one of a rack-1 node and
+		// back: the way there and the reply both cross the spine.
+		for _, pair := range [][2]rackNode{{nodes[0], nodes[3]}, {nodes[2], nodes[1]}} {
+			from, to := pair[0], pair[1]
+			for _, f := range []netlab.Family{netlab.IPv4, netlab.IPv6} {
+				src, dst := pods[from.name][f], pods[to.name][f]
+				out, err := ls.Exec(ls.NodeNamespace(from.r, from.i), "curl", "-sS", "--max-time", "5",
+					"--interface", src.String(), netlab.VIPURL(dst))
+				if want := fmt.Sprintf("r%dn%d", to.r, to.i); err != nil || out != want {
+					t.Errorf("%s (%s) -> %s (%s): %q, %v; want %q", src, from.name, dst, to.name, out, err, want)
+				}
+			}
+		}
+	})
+
+	t.Run("a killed agent's path leaves its ToR within the hold time and returns", func(t *testing.T) {
+		// Rack 1's ToR: without ADD-PATH (BIRD), or FRR.
+		k := slices.IndexFunc(nodes, func(n rackNode) bool { return n.r == 1 && n.i == 0 })
+		a, n := agents[k], nodes[k]
+		p := netlab.HostPrefix(vips[slices.IndexFunc(vips, netip.Addr.Is4)])
+		if err := syscall.Kill(a.PID(), syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-a.Done()
+		start := time.Now()
+		wctx, cancel := context.WithTimeout(ctx, leafSpineHoldTime+10*time.Second)
+		defer cancel()
+		if err := ls.WaitRoute(wctx, ls.Tors[1], p, []netip.Addr{netlab.LeafSpineNodeAddr(netlab.IPv4, 1, 1)}); err != nil {
+			t.Fatalf("the killed agent's path stays at ToR 1 past its hold time %s: %v", leafSpineHoldTime, err)
+		}
+		t.Logf("agent of %s killed: its path gone from ToR 1 after %.1fs (hold time %s)", n.name, time.Since(start).Seconds(), leafSpineHoldTime)
+		proc, err := a.start()
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Process = proc
+		wait(ls.Tors[1], p, ls.NodeAddrs(netlab.IPv4, 1)...)
+		wait(ls.Spine, p, netlab.LeafSpineTorUplinkAddr(netlab.IPv4, 0), netlab.LeafSpineTorUplinkAddr(netlab.IPv4, 1))
+	})
 
 	t.Run("Local narrows to the node with an endpoint", func(t *testing.T) {
 		framework.CreateLoadBalancer(t, client, ns, "local", framework.Local)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -57,30 +58,12 @@ var (
 // address, and the address answers through kube-proxy, with no request of
 // the CCM forbidden.
 func TestChartOnRealNodes(t *testing.T) {
-	if err := framework.RealNodesAvailable(); err != nil {
-		t.Skipf("skipping: %v", err)
-	}
-	// Fail, not skip, without the pinned Helm: make build builds it.
-	if _, err := framework.Binary("helm"); err != nil {
-		t.Fatal(err)
-	}
-	// The chart requires a Kubernetes version (Chart.yaml kubeVersion),
-	// which helm install checks against what the API server reports: a
-	// binary built without its version stamped reports v0.0.0-master.
-	v, err := client.Discovery().ServerVersion()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := version.ParseSemantic(v.GitVersion); err != nil || strings.HasPrefix(v.GitVersion, "v0.0.0") {
-		t.Fatalf("kube-apiserver reports version %q, which the chart's kubeVersion cannot match: "+
-			"build the pinned binaries with their version (-ldflags -X k8s.io/component-base/version.gitVersion=...)", v.GitVersion)
-	}
+	requireChartTools(t)
 	// The router has its sessions with node 0's own addresses: the CCM pod
 	// uses the node's network.
 	lab := netlab.New(t, netlab.Options{Nodes: 2, Speakers: 1, NodePeers: []int{0}})
 	ctx := context.Background()
 
-	archives, pauseRef := testImages(t)
 	ccmImage, err := images.BuildCCM(ctx, filepath.Join(t.TempDir(), "ccm.tar"))
 	if err != nil {
 		t.Fatalf("build the CCM's image: %v", err)
@@ -88,33 +71,10 @@ func TestChartOnRealNodes(t *testing.T) {
 
 	// Node 0 is the control-plane node (the chart's nodeSelector), the only
 	// one with the CCM's image; node 1 is a worker.
-	names := []string{"chart-cp", "chart-worker"}
-	nodes := make([]*framework.RealNode, len(names))
-	for i, name := range names {
-		t.Cleanup(func() { _ = client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-		imgs := archives
-		if i == 0 {
-			imgs = append(slices.Clone(archives), ccmImage.Path)
-		}
-		nodes[i] = cp.StartRealNode(ctx, t, framework.RealNodeOptions{
-			Name: name, NetNS: lab.Nodes[i], NodeIPs: labNodeIPs(lab, i), Images: imgs, SandboxImage: pauseRef,
-		})
-	}
+	nodes := startChartNodes(ctx, t, lab, []string{"chart-cp", "chart-worker"}, ccmImage.Path, false)
 	cpNode, worker := nodes[0], nodes[1]
-	// What kubeadm gives its control-plane node: the role label and the
-	// NoSchedule taint, which the chart tolerates and the workload does not.
-	markControlPlane(t, cpNode.Name)
 
-	// Pods reach the API server as on a real cluster: the kubernetes
-	// Service's address, through kube-proxy, to node 0's relay.
-	if err := cp.ServeKubernetesService(ctx, cpNode); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = client.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).Delete(context.Background(), "kubernetes", metav1.DeleteOptions{})
-	})
-
-	installChart(t, lab, ccmImage.Ref)
+	installChart(t, ccmImage.Ref, chartCloudConfig(lab), nil)
 	pod := waitCCMPod(t, cpNode.Name)
 	checkCCMPodSpec(t, pod)
 	checkCCMProcess(t, cpNode.NetNS)
@@ -136,7 +96,7 @@ func TestChartOnRealNodes(t *testing.T) {
 	// Pod routes: traffic that node 0's kube-proxy sends to a pod on the
 	// worker goes through the router.
 	for i, n := range nodes {
-		lab.RequireRoute(t, podCIDR4(t, n.Name), netlab.NodeAddr(netlab.IPv4, i))
+		lab.RequireRoute(t, podCIDROf(t, n.Name, true), netlab.NodeAddr(netlab.IPv4, i))
 	}
 
 	t.Run("LoadBalancer through router and kube-proxy", func(t *testing.T) {
@@ -204,7 +164,62 @@ func TestChartOnRealNodes(t *testing.T) {
 		}
 	})
 
-	checkCCMLog(t, cpNode, pod)
+	checkPodLog(t, cpNode, pod, chartName)
+}
+
+// requireChartTools skips without real nodes, and fails without the pinned
+// Helm or an API server that reports a version the chart accepts.
+// startChartNodes starts a real node per name in the lab's node namespaces
+// (node i in lab.Nodes[i]) with the test images and the CCM's image (on
+// node 0 only, unless everywhere), makes node 0 the control-plane node
+// (what kubeadm gives it: the role label and the NoSchedule taint, which
+// the chart tolerates and the workload does not), and serves the
+// kubernetes Service from it: pods reach the API server as on a real
+// cluster, through kube-proxy, to node 0's relay.
+func startChartNodes(ctx context.Context, t *testing.T, lab *netlab.Lab, names []string, ccmImage string, everywhere bool) []*framework.RealNode {
+	t.Helper()
+	archives, pauseRef := testImages(t)
+	nodes := make([]*framework.RealNode, len(names))
+	for i, name := range names {
+		t.Cleanup(func() { _ = client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		imgs := archives
+		if i == 0 || everywhere {
+			imgs = append(slices.Clone(archives), ccmImage)
+		}
+		nodes[i] = cp.StartRealNode(ctx, t, framework.RealNodeOptions{
+			Name: name, NetNS: lab.Nodes[i], NodeIPs: labNodeIPs(lab, i), Images: imgs, SandboxImage: pauseRef,
+		})
+	}
+	markControlPlane(t, nodes[0].Name)
+	if err := cp.ServeKubernetesService(ctx, nodes[0]); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = client.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).Delete(context.Background(), "kubernetes", metav1.DeleteOptions{})
+	})
+	return nodes
+}
+
+func requireChartTools(t *testing.T) {
+	t.Helper()
+	if err := framework.RealNodesAvailable(); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	// Fail, not skip, without the pinned Helm: make build builds it.
+	if _, err := framework.Binary("helm"); err != nil {
+		t.Fatal(err)
+	}
+	// The chart requires a Kubernetes version (Chart.yaml kubeVersion),
+	// which helm install checks against what the API server reports: a
+	// binary built without its version stamped reports v0.0.0-master.
+	v, err := client.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := version.ParseSemantic(v.GitVersion); err != nil || strings.HasPrefix(v.GitVersion, "v0.0.0") {
+		t.Fatalf("kube-apiserver reports version %q, which the chart's kubeVersion cannot match: "+
+			"build the pinned binaries with their version (-ldflags -X k8s.io/component-base/version.gitVersion=...)", v.GitVersion)
+	}
 }
 
 // markControlPlane gives the node, once registered, kubeadm's control-plane
@@ -238,11 +253,12 @@ func markControlPlane(t *testing.T, name string) {
 }
 
 // installChart installs the chart as the README says (helm install into
-// kube-system), with the CCM's image as imported, a cloud-config for the
-// lab and pod routes on; it uninstalls it when the test ends, waits for the
-// CCM pod to stop (it hands its Lease over and closes its sessions), and
-// removes what the release leaves (the Lease).
-func installChart(t *testing.T, lab *netlab.Lab, ref string) {
+// kube-system), with the CCM's image as imported, the cloud-config given,
+// pod routes on and the values in more; it uninstalls it when the test
+// ends, waits for the release's pods to stop (the CCM hands its Lease over
+// and closes its sessions), and removes what the release leaves (the
+// Lease).
+func installChart(t *testing.T, ref, cloudConfig string, more map[string]any) {
 	t.Helper()
 	repo, tag, ok := strings.Cut(ref, ":"+images.Tag)
 	if !ok || tag != "" {
@@ -250,7 +266,7 @@ func installChart(t *testing.T, lab *netlab.Lab, ref string) {
 	}
 	values := map[string]any{
 		"image":       map[string]any{"repository": repo, "tag": images.Tag, "pullPolicy": "Never"},
-		"cloudConfig": chartCloudConfig(lab),
+		"cloudConfig": cloudConfig,
 		// Pod routes need the cluster's CIDRs; KCM allocates the nodes'
 		// pod CIDRs. The short periods keep the test fast.
 		"extraArgs": []string{
@@ -258,6 +274,7 @@ func installChart(t *testing.T, lab *netlab.Lab, ref string) {
 			"--configure-cloud-routes=true", "--route-reconciliation-period=2s", "--node-monitor-period=1s",
 		},
 	}
+	maps.Copy(values, more)
 	data, err := yaml.Marshal(values)
 	if err != nil {
 		t.Fatal(err)
@@ -288,13 +305,13 @@ func uninstallChart(t *testing.T) func() {
 		// kubelet stops them: a clean stop takes at most 10 s. A pod still
 		// there after that is removed from the API, before its kubelet
 		// stops (no one would then).
-		sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + chartName}
+		sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/part-of=metal-ccm"} // the CCM's and the agents'
 		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 45*time.Second, true, func(ctx context.Context) (bool, error) {
 			l, err := client.CoreV1().Pods(chartNamespace).List(ctx, sel)
 			return err == nil && len(l.Items) == 0, nil
 		})
 		if err != nil {
-			t.Logf("the CCM pods did not stop after helm uninstall (%v): deleting them", err)
+			t.Logf("the release's pods did not stop after helm uninstall (%v): deleting them", err)
 			_ = client.CoreV1().Pods(chartNamespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, sel)
 		}
 		_ = client.CoordinationV1().Leases(chartNamespace).Delete(ctx, chartLease, metav1.DeleteOptions{})
@@ -506,33 +523,17 @@ func ccmPID(netns string) (int, error) {
 	return 0, fmt.Errorf("no CCM process in network namespace %s", netns)
 }
 
-// podCIDR4 is the node's IPv4 pod CIDR.
-func podCIDR4(t *testing.T, name string) netip.Prefix {
-	t.Helper()
-	n, err := client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range n.Spec.PodCIDRs {
-		if p, err := netip.ParsePrefix(c); err == nil && p.Addr().Is4() {
-			return p
-		}
-	}
-	t.Fatalf("node %s has no IPv4 pod CIDR: %v", name, n.Spec.PodCIDRs)
-	return netip.Prefix{}
-}
-
 // forbidden is what the API server's refusals look like in a client's log.
 var forbidden = regexp.MustCompile(`(?i)forbidden`)
 
-// checkCCMLog reads the CCM container's log from the node (as the kubelet
-// wrote it) and fails on any refusal of the API server: the chart's RBAC
-// must cover everything the CCM does.
-func checkCCMLog(t *testing.T, n *framework.RealNode, p *v1.Pod) {
+// checkPodLog reads a container's log from the node (as the kubelet wrote
+// it) and fails on any refusal of the API server: the chart's RBAC must
+// cover everything the CCM and the agents do.
+func checkPodLog(t *testing.T, n *framework.RealNode, p *v1.Pod, container string) {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(n.PodLogsDir(), p.Namespace+"_"+p.Name+"_"+string(p.UID), chartName, "*.log"))
+	files, err := filepath.Glob(filepath.Join(n.PodLogsDir(), p.Namespace+"_"+p.Name+"_"+string(p.UID), container, "*.log"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no log of the CCM container under %s: %v", n.PodLogsDir(), err)
+		t.Fatalf("no log of container %s under %s: %v", container, n.PodLogsDir(), err)
 	}
 	lines := 0
 	for _, f := range files {
@@ -546,12 +547,12 @@ func checkCCMLog(t *testing.T, n *framework.RealNode, p *v1.Pod) {
 			}
 			lines++
 			if forbidden.MatchString(line) {
-				t.Errorf("the CCM's log (%s) has a refusal: %s", f, line)
+				t.Errorf("%s's log (%s) has a refusal: %s", container, f, line)
 			}
 		}
 	}
 	if lines == 0 {
-		t.Errorf("the CCM's log %v is empty", files)
+		t.Errorf("%s's log %v is empty", container, files)
 	}
-	t.Logf("the CCM's log: %d lines, none forbidden", lines)
+	t.Logf("%s's log on %s: %d lines, none forbidden", container, n.Name, lines)
 }

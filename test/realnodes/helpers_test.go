@@ -261,23 +261,7 @@ func withTargetPort(port int32) framework.ServiceOption {
 // waitNode waits until the node satisfies ok, and returns it.
 func waitNode(t *testing.T, name string, timeout time.Duration, ok func(*v1.Node) bool) *v1.Node {
 	t.Helper()
-	var node *v1.Node
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		got, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil //nolint:nilerr // not registered yet
-		}
-		node = got
-		return ok(got), nil
-	})
-	if err != nil {
-		if node == nil {
-			t.Fatalf("node %s: %v; never registered", name, err)
-		}
-		t.Fatalf("node %s: %v; last seen: taints %v, providerID %q, pod CIDRs %v, conditions %v",
-			name, err, node.Spec.Taints, node.Spec.ProviderID, node.Spec.PodCIDRs, conditionsOf(node))
-	}
-	return node
+	return framework.WaitNode(t, client, name, timeout, ok)
 }
 
 func nodeReady(n *v1.Node) bool {
@@ -288,14 +272,6 @@ func nodeReady(n *v1.Node) bool {
 
 func hasTaint(n *v1.Node, key string) bool {
 	return slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == key })
-}
-
-func conditionsOf(n *v1.Node) []string {
-	var out []string
-	for _, c := range n.Status.Conditions {
-		out = append(out, fmt.Sprintf("%s=%s (%s)", c.Type, c.Status, c.Reason))
-	}
-	return out
 }
 
 // nodeIndex is the index of the node named name.

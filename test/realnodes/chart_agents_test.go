@@ -1,0 +1,240 @@
+package realnodes
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/metal-ccm/metal-ccm/test/framework"
+	"github.com/metal-ccm/metal-ccm/test/images"
+	"github.com/metal-ccm/metal-ccm/test/netlab"
+)
+
+// The agents' names in the chart (templates/agent.yaml).
+const agentName = "metal-node-agent" // ServiceAccount, DaemonSet, container, app.kubernetes.io/name
+
+// The pool of this test's release, apart from the other tests' pools.
+var (
+	agentsPool4 = netip.MustParsePrefix("198.18.113.0/24")
+	agentsPool6 = netip.MustParsePrefix("2001:db8:113::/120")
+)
+
+// agentsCloudConfig has the agents announce (announceFrom Nodes) to the
+// router, pod routes included: each agent dials from its own node.
+func agentsCloudConfig() string {
+	return fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
+kind: CloudConfig
+loadBalancer:
+  pools:
+  - name: default
+    addresses: [%s, %q]
+healthChecks:
+  enabled: false
+routes:
+  enabled: true
+bgp:
+  asn: %d
+  announceFrom: Nodes
+  peers:
+  - {address: %s, asn: %d, holdTime: 9s}
+  - {address: %q, asn: %d, holdTime: 9s}
+`, agentsPool4, agentsPool6, netlab.DefaultSpeakerASN,
+		netlab.RouterAddr(netlab.IPv4), netlab.DefaultRouterASN, netlab.RouterAddr(netlab.IPv6), netlab.DefaultRouterASN)
+}
+
+// TestChartNodeAgentsOnRealNodes installs the chart with the node agents
+// (agent.enabled, announceFrom Nodes, routes.enabled) on two real nodes: the
+// kubelets run the agents' DaemonSet with their own ServiceAccount, each
+// agent announces its own node's pod CIDRs from its own session, its pod
+// turns Ready (its readiness probe: /readyz), and the CCM's route
+// controller, which reads the agents' pods, sets each node's
+// NetworkUnavailable to False; a pod on one node answers a request from
+// the other node's pod network through the router. No log has a refusal.
+func TestChartNodeAgentsOnRealNodes(t *testing.T) {
+	requireChartTools(t)
+	// The router peers with both nodes' own addresses: each agent dials
+	// from its node.
+	lab := netlab.New(t, netlab.Options{Nodes: 2, Speakers: 1, NodePeers: []int{0, 1}})
+	ctx := context.Background()
+
+	ccmImage, err := images.BuildCCM(ctx, filepath.Join(t.TempDir(), "ccm.tar"))
+	if err != nil {
+		t.Fatalf("build the CCM's image: %v", err)
+	}
+	// Both nodes run an agent from the CCM's image; node 0 also the CCM.
+	names := []string{"agents-cp", "agents-worker"}
+	nodes := startChartNodes(ctx, t, lab, names, ccmImage.Path, true)
+	cpNode, worker := nodes[0], nodes[1]
+
+	installChart(t, ccmImage.Ref, agentsCloudConfig(), map[string]any{"agent": map[string]any{"enabled": true}})
+	ccmPod := waitCCMPod(t, cpNode.Name)
+	agents := waitAgentPods(t, names)
+	for _, p := range agents {
+		checkAgentPodSpec(t, p)
+	}
+
+	// Each node's pod routes: from its own agent's session, to the node.
+	for i, n := range nodes {
+		node := waitNode(t, n.Name, time.Minute, func(node *v1.Node) bool { return len(node.Spec.PodCIDRs) == 2 })
+		for _, c := range node.Spec.PodCIDRs {
+			p := netip.MustParsePrefix(c)
+			f := familyOf(p.Addr())
+			lab.RequireRoute(t, p, netlab.NodeAddr(f, i))
+			paths, err := lab.BGPPaths(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(paths) != 1 || paths[0].Peer != netlab.NodeAddr(f, i) {
+				t.Errorf("router's paths for %s (pod CIDR of %s): %v, want one, from the node's own session %s", p, n.Name, paths, netlab.NodeAddr(f, i))
+			}
+		}
+	}
+	// The route controller learns of them from the agents' pods.
+	for _, n := range nodes {
+		node := waitNode(t, n.Name, time.Minute, func(node *v1.Node) bool {
+			c := networkUnavailable(node)
+			return c != nil && c.Status == v1.ConditionFalse
+		})
+		c := networkUnavailable(node)
+		t.Logf("node %s: NetworkUnavailable=%s (%s: %s)", n.Name, c.Status, c.Reason, c.Message)
+		if c.Reason != "RouteCreated" {
+			t.Errorf("node %s: NetworkUnavailable reason %q, want RouteCreated (the route controller's)", n.Name, c.Reason)
+		}
+	}
+
+	t.Run("pod on the worker from the control-plane node's pod network", func(t *testing.T) {
+		ns := framework.NewNamespace(t, client, framework.NamespaceName(t), framework.ReleaseServices(30*time.Second))
+		defaultServiceAccount(t, ns)
+		createDeployment(t, ns, echoDeployment("echo", 1, []string{worker.Name}))
+		t.Cleanup(func() {
+			ctx := context.Background()
+			_ = client.AppsV1().Deployments(ns).Delete(ctx, "echo", metav1.DeleteOptions{})
+			_ = client.AppsV1().ReplicaSets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "app=echo"})
+			deletePods(ns)
+		})
+		pod := waitPods(t, ns, "echo", 1)[0]
+		// From an address of the control-plane node's pod CIDR (not on
+		// its segment): the reply to it needs that node's pod route too.
+		// Far from the start of the CIDR, which the CNI bridge and its
+		// pods use.
+		for _, fam := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
+			dst := netip.MustParseAddr(podIP(pod, fam))
+			src := podCIDROf(t, cpNode.Name, dst.Is4()).Addr()
+			for range 250 {
+				src = src.Next()
+			}
+			if err := lab.AddLoopbackVIP(0, src); err != nil {
+				t.Fatal(err)
+			}
+			out, err := lab.Exec(lab.Nodes[0], "curl", "-sS", "--max-time", "5", "--interface", src.String(),
+				"http://"+netip.AddrPortFrom(dst, 8080).String()+"/")
+			if err != nil || !strings.Contains(out, worker.Name) || !strings.Contains(out, src.String()) {
+				t.Errorf("%s -> pod %s on %s: %q, %v; want the worker's echo, seeing %s", src, dst, worker.Name, out, err, src)
+			}
+		}
+	})
+
+	checkPodLog(t, cpNode, ccmPod, chartName)
+	for _, p := range agents {
+		checkPodLog(t, nodes[nodeIndex(nodes, p.Spec.NodeName)], p, agentName)
+	}
+}
+
+func networkUnavailable(n *v1.Node) *v1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == v1.NodeNetworkUnavailable {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// podCIDROf is the node's pod CIDR of a family.
+func podCIDROf(t *testing.T, name string, v4 bool) netip.Prefix {
+	t.Helper()
+	n, err := client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range n.Spec.PodCIDRs {
+		if p, err := netip.ParsePrefix(c); err == nil && p.Addr().Is4() == v4 {
+			return p
+		}
+	}
+	t.Fatalf("node %s has no pod CIDR of the family (IPv4 %v): %v", name, v4, n.Spec.PodCIDRs)
+	return netip.Prefix{}
+}
+
+// waitAgentPods waits until the agents' DaemonSet runs one Ready pod on
+// each of the nodes.
+func waitAgentPods(t *testing.T, nodes []string) []*v1.Pod {
+	t.Helper()
+	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + agentName}
+	var pods []v1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := client.CoreV1().Pods(chartNamespace).List(ctx, sel)
+		if err != nil {
+			return false, nil //nolint:nilerr // retried
+		}
+		pods = l.Items
+		var on []string
+		for i := range pods {
+			if pods[i].DeletionTimestamp == nil && podReady(&pods[i]) {
+				on = append(on, pods[i].Spec.NodeName)
+			}
+		}
+		slices.Sort(on)
+		return slices.Equal(on, slices.Sorted(slices.Values(nodes))), nil
+	})
+	if err != nil {
+		var states []string
+		for _, p := range pods {
+			states = append(states, fmt.Sprintf("%s on %q: %s %v %v", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.Conditions, p.Status.ContainerStatuses))
+		}
+		t.Fatalf("the agents' DaemonSet has no Ready pod on each of %v: %v; pods %v", nodes, err, states)
+	}
+	out := make([]*v1.Pod, len(pods))
+	for i := range pods {
+		out[i] = &pods[i]
+	}
+	return out
+}
+
+// checkAgentPodSpec checks what an agent runs with: its own ServiceAccount,
+// the node's network, non-root, no capabilities, a read-only root, and a
+// readiness probe on /readyz.
+func checkAgentPodSpec(t *testing.T, p *v1.Pod) {
+	t.Helper()
+	s := p.Spec
+	if s.ServiceAccountName != agentName {
+		t.Errorf("agent pod %s: serviceAccountName %q, want %s", p.Name, s.ServiceAccountName, agentName)
+	}
+	if !s.HostNetwork {
+		t.Errorf("agent pod %s: hostNetwork is false", p.Name)
+	}
+	if s.SecurityContext == nil || !ptr.Deref(s.SecurityContext.RunAsNonRoot, false) {
+		t.Errorf("agent pod %s: securityContext %+v, want runAsNonRoot", p.Name, s.SecurityContext)
+	}
+	if len(s.Containers) != 1 {
+		t.Fatalf("agent pod %s: want one container, have %d", p.Name, len(s.Containers))
+	}
+	c := s.Containers[0]
+	sc := c.SecurityContext
+	if sc == nil || !ptr.Deref(sc.ReadOnlyRootFilesystem, false) || sc.Capabilities == nil ||
+		!slices.Contains(sc.Capabilities.Drop, "ALL") || len(sc.Capabilities.Add) > 0 {
+		t.Errorf("agent pod %s: container securityContext %+v, want a read-only root and no capabilities", p.Name, sc)
+	}
+	if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+		t.Errorf("agent pod %s: readiness probe %+v, want GET /readyz", p.Name, c.ReadinessProbe)
+	}
+}
