@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -74,7 +75,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		opts.HealthChecks = &announcer.HealthChecks{Options: hc, ProxyPort: cfg.HealthChecks.Port}
 	}
 	inf := a.Client.informers()
-	ann := announcer.New(inf, a.speaker, lbrule.WantsLoadBalancer, opts)
+	lb := cfg.LoadBalancer
+	bgpOnly := announcer.Only(a.speaker, func(p netip.Prefix) bool { return lb.Announces(p.Addr(), config.ProtocolBGP) })
+	ann := announcer.New(inf, bgpOnly, lbrule.WantsLoadBalancer, opts)
 	a.ann.Store(ann)
 	stopped := runInformers(ctx, inf)
 	logger.Info("Announcing this node's LoadBalancer addresses", "asn", bcfg.ASN, "routerID", bcfg.RouterID, "peers", len(bcfg.Peers),

@@ -32,7 +32,7 @@ func TestDefaults(t *testing.T) {
 				Discovery:           Discovery{Policy: DiscoveryAccept},
 				PowerState:          PowerState{Source: "none"},
 			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto, AnnounceFrom: AnnounceFromReplicas},
-				HealthChecks: defaultHealthChecks()},
+				HealthChecks: defaultHealthChecks(), L2: L2{MemberlistPort: DefaultMemberlistPort}},
 		},
 		{
 			name: "machine id and instance type",
@@ -46,7 +46,7 @@ func TestDefaults(t *testing.T) {
 					{Name: "n2", ID: "rack1-2", InstanceType: "big"},
 				},
 			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto, AnnounceFrom: AnnounceFromReplicas},
-				HealthChecks: defaultHealthChecks()},
+				HealthChecks: defaultHealthChecks(), L2: L2{MemberlistPort: DefaultMemberlistPort}},
 		},
 		{
 			name: "explicit values are kept",
@@ -56,7 +56,7 @@ func TestDefaults(t *testing.T) {
 				Discovery:           Discovery{Policy: DiscoveryReject},
 				PowerState:          PowerState{Source: "none"},
 			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto, AnnounceFrom: AnnounceFromReplicas},
-				HealthChecks: defaultHealthChecks()},
+				HealthChecks: defaultHealthChecks(), L2: L2{MemberlistPort: DefaultMemberlistPort}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -195,6 +195,25 @@ func TestValidationErrorsNameEveryField(t *testing.T) {
 				`healthChecks.timeout: Invalid value: "2m0s": must be from 100ms to 1m0s`,
 				`healthChecks.failuresToWithdraw: Invalid value: -1: must be from 1 to 10`,
 				`healthChecks.successesToReturn: Invalid value: 11: must be from 1 to 10`,
+			},
+		},
+		{
+			name: "bad L2",
+			in: header + `loadBalancer:
+  pools:
+  - {name: a, addresses: [198.18.0.0/24], announce: [L2, ARP, L2]}
+l2:
+  interfaces: ["", eth0, eth0, a-very-long-interface-name, "a/b"]
+  nodeSelector: {matchExpressions: [{key: l2, operator: Sometimes}]}
+`,
+			want: []string{
+				`loadBalancer.pools[0].announce[1]: Unsupported value: "ARP": supported values: "BGP", "L2"`,
+				`loadBalancer.pools[0].announce[2]: Duplicate value: "L2"`,
+				`l2.interfaces[0]: Invalid value: "": must not be empty`,
+				`l2.interfaces[2]: Duplicate value: "eth0"`,
+				`l2.interfaces[3]: Too long`,
+				`l2.interfaces[4]: Invalid value: "a/b": not an interface name`,
+				`l2.nodeSelector: Invalid value: `,
 			},
 		},
 	} {
@@ -435,6 +454,53 @@ routes:
 	check("peers[1] address", cfg.BGP.Peers[1].Addr(), netip.MustParseAddr("2001:db8:10::1"))
 	check("peers[1] local address set", cfg.BGP.Peers[1].LocalAddr().IsValid(), false)
 	check("cluster CIDRs", cfg.Routes.ClusterPrefixes(), []netip.Prefix{netip.MustParsePrefix("198.18.128.0/17")})
+}
+
+func TestPoolProtocols(t *testing.T) {
+	c, err := Parse([]byte(header + `loadBalancer:
+  pools:
+  - {name: default, addresses: [198.18.0.0/24]}
+  - {name: l2, addresses: [198.18.1.0/24], announce: [L2]}
+  - {name: both, addresses: [198.18.2.0/24], announce: [L2, BGP]}
+l2:
+  nodeSelector: {matchLabels: {l2: "yes"}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		pool    int
+		bgp, l2 bool
+	}{{0, true, false}, {1, false, true}, {2, true, true}} {
+		p := &c.LoadBalancer.Pools[tc.pool]
+		t.Run(p.Name, func(t *testing.T) {
+			if got := p.Announces(ProtocolBGP); got != tc.bgp {
+				t.Errorf("Announces(BGP) = %v, want %v", got, tc.bgp)
+			}
+			if got := p.Announces(ProtocolL2); got != tc.l2 {
+				t.Errorf("Announces(L2) = %v, want %v", got, tc.l2)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		addr    string
+		bgp, l2 bool
+	}{{"198.18.0.9", true, false}, {"198.18.1.9", false, true}, {"198.18.2.9", true, true}, {"198.18.9.9", true, false}} {
+		a := netip.MustParseAddr(tc.addr)
+		if c.LoadBalancer.Announces(a, ProtocolBGP) != tc.bgp || c.LoadBalancer.Announces(a, ProtocolL2) != tc.l2 {
+			t.Errorf("%s: announced with BGP %v, L2 %v; want %v, %v", a, c.LoadBalancer.Announces(a, ProtocolBGP),
+				c.LoadBalancer.Announces(a, ProtocolL2), tc.bgp, tc.l2)
+		}
+	}
+	if !c.LoadBalancer.HasProtocol(ProtocolL2) {
+		t.Error("HasProtocol(L2) = false with an L2 pool")
+	}
+	if !c.L2.Selects(labels.Set{"l2": "yes"}) || c.L2.Selects(labels.Set{"l2": "no"}) {
+		t.Error("l2.nodeSelector does not select as written")
+	}
+	if c.L2.MemberlistPort != DefaultMemberlistPort {
+		t.Errorf("l2.memberlistPort = %d, want the default %d", c.L2.MemberlistPort, DefaultMemberlistPort)
+	}
 }
 
 func TestAnnounceFromNodes(t *testing.T) {

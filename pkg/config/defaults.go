@@ -21,6 +21,7 @@ const (
 	DefaultMaxPathsPerAddress = 64
 	DefaultStopMode           = StopAuto
 	DefaultAnnounceFrom       = AnnounceFromReplicas
+	DefaultMemberlistPort     = 7946
 
 	DefaultHealthCheckPort      = 10256
 	DefaultHealthCheckInterval  = time.Second
@@ -61,8 +62,14 @@ func (c *CloudConfig) Default() {
 		if p.AutoAssign == nil {
 			p.AutoAssign = ptr.To(true)
 		}
+		if len(p.Announce) == 0 {
+			p.Announce = []Protocol{ProtocolBGP}
+		}
 	}
 	c.HealthChecks.defaults()
+	if c.L2.MemberlistPort == 0 {
+		c.L2.MemberlistPort = DefaultMemberlistPort
+	}
 	if c.BGP.AnnounceFrom == "" {
 		c.BGP.AnnounceFrom = DefaultAnnounceFrom
 	}

@@ -45,3 +45,28 @@ func (r *Routes) ClusterPrefixes() []netip.Prefix { return slices.Clone(r.cluste
 
 // Prefix is the rule's subnet.
 func (r *TopologyRule) Prefix() netip.Prefix { return r.subnet }
+
+// Announces reports whether addr is made reachable with proto: as its
+// pool says, and over BGP alone when no pool holds it.
+func (lb *LoadBalancer) Announces(addr netip.Addr, proto Protocol) bool {
+	addr = addr.Unmap()
+	for i := range lb.Pools {
+		p := &lb.Pools[i]
+		for _, r := range p.ranges {
+			if r.Contains(addr) {
+				return p.Announces(proto)
+			}
+		}
+	}
+	return proto == ProtocolBGP
+}
+
+// HasProtocol reports whether any pool is announced with proto.
+func (lb *LoadBalancer) HasProtocol(proto Protocol) bool {
+	for i := range lb.Pools {
+		if lb.Pools[i].Announces(proto) {
+			return true
+		}
+	}
+	return false
+}

@@ -37,6 +37,9 @@ type CloudConfig struct {
 	// HealthChecks configures the checks of the nodes each LoadBalancer
 	// address is announced with.
 	HealthChecks HealthChecks `json:"healthChecks"`
+	// L2 configures the answering of ARP and Neighbor Solicitations for the
+	// addresses of pools announced with L2 (by the node agents).
+	L2 L2 `json:"l2"`
 }
 
 // HealthChecks configures how every replica checks the nodes it announces
@@ -100,9 +103,49 @@ type Pool struct {
 	Namespaces []string `json:"namespaces,omitempty"`
 	// ServiceSelector limits the pool to Services whose labels match. Default: all.
 	ServiceSelector *metav1.LabelSelector `json:"serviceSelector,omitempty"`
+	// Announce lists how the pool's addresses are made reachable: BGP (the
+	// speakers announce them to bgp.peers) and L2 (one node answers ARP or
+	// Neighbor Solicitations for each on the nodes' segment; needs the node
+	// agent). Both may be listed. Default: [BGP].
+	Announce []Protocol `json:"announce,omitempty"`
 
 	ranges   []ipam.Range    // Addresses, parsed by validation
 	selector labels.Selector // ServiceSelector, compiled by validation; nil: all
+}
+
+// Protocol is a way of making a pool's addresses reachable.
+type Protocol string
+
+const (
+	// ProtocolBGP: announced over BGP to bgp.peers.
+	ProtocolBGP Protocol = "BGP"
+	// ProtocolL2: one node answers ARP (IPv4) or Neighbor Solicitations
+	// (IPv6) for each address on the nodes' segment.
+	ProtocolL2 Protocol = "L2"
+)
+
+// L2 configures the L2 announcement of pools with announce L2: the node
+// agents agree, over a gossip membership of their own, on one node per
+// address, which answers ARP and Neighbor Solicitations for it.
+type L2 struct {
+	// Interfaces are the network interfaces the agents answer on. Default:
+	// for each address, the interfaces holding an address of a subnet that
+	// contains it (the segment the address belongs to).
+	Interfaces []string `json:"interfaces,omitempty"`
+	// NodeSelector picks the nodes that run a node agent taking part in
+	// L2 (match the agents' DaemonSet nodeSelector): only these answer, and
+	// an agent answers only while it sees a strict majority of those of
+	// them that are Ready alive. Default: every node.
+	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+	nodeSelector labels.Selector       // NodeSelector, compiled by validation; nil: every node
+	// MemberlistPort is the TCP and UDP port of the agents' membership, on
+	// each node's InternalIP. Default: 7946.
+	MemberlistPort uint16 `json:"memberlistPort,omitempty"`
+	// SecretFile holds the key that encrypts and authenticates the
+	// membership's traffic (16, 24 or 32 bytes, raw or base64; for
+	// example a mounted Secret). Default: none (unencrypted; anyone on the
+	// segment can then join the membership).
+	SecretFile string `json:"secretFile,omitempty"`
 }
 
 // BGP configures the embedded speaker. Without peers nothing is announced.

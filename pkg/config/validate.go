@@ -42,6 +42,7 @@ func (c *CloudConfig) validate() field.ErrorList {
 	errs = append(errs, c.BGP.validate(field.NewPath("bgp"))...)
 	errs = append(errs, c.Routes.validate(field.NewPath("routes"), &c.BGP)...)
 	errs = append(errs, c.HealthChecks.validate(field.NewPath("healthChecks"))...)
+	errs = append(errs, c.L2.validate(field.NewPath("l2"))...)
 	return errs
 }
 

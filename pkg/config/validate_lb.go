@@ -70,6 +70,7 @@ func (lb *LoadBalancer) validate(p *field.Path) field.ErrorList {
 			}
 			pool.selector = sel
 		}
+		errs = append(errs, pool.validateAnnounce(pp.Child("announce"))...)
 	}
 	return errs
 }

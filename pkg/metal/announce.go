@@ -3,6 +3,7 @@ package metal
 import (
 	"context"
 	"fmt"
+	"net/netip"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -43,7 +44,9 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) 
 		Nodes:          factory.Core().V1().Nodes().Informer(),
 		EndpointSlices: factory.Discovery().V1().EndpointSlices().Informer(),
 	}
-	ann := announcer.New(inf, bs, wantsLoadBalancer, announcer.Options{
+	// The replicas announce over BGP only (L2 is the node agents'): the
+	// addresses of pools without BGP are not theirs to announce.
+	ann := announcer.New(inf, announcer.Only(bs, bgpAnnounces(cfg)), wantsLoadBalancer, announcer.Options{
 		PodRoutes:    cfg.Routes.Enabled,
 		PodNextHop:   cfg.Routes.NextHopAddressType,
 		MaxNextHops:  cfg.BGP.MaxPathsPerAddress,
@@ -53,6 +56,14 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) 
 	factory.Start(ctx.Done())
 	go ann.Run(ctx)
 	return nil
+}
+
+// bgpAnnounces says which prefixes go to BGP: the addresses of the pools
+// announced with BGP, and the pod routes (in no pool). A pool's announce
+// list applies from the next start, as the config read then says.
+func bgpAnnounces(cfg *config.CloudConfig) func(netip.Prefix) bool {
+	lb := cfg.LoadBalancer
+	return func(p netip.Prefix) bool { return lb.Announces(p.Addr(), config.ProtocolBGP) }
 }
 
 // StopInEveryReplica stops the backends of a replica that is about to exit,

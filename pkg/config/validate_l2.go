@@ -1,0 +1,76 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+var protocols = []Protocol{ProtocolBGP, ProtocolL2}
+
+// validateAnnounce checks a pool's announce list: known protocols, each
+// once.
+func (pool *Pool) validateAnnounce(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, proto := range pool.Announce {
+		switch {
+		case !slices.Contains(protocols, proto):
+			errs = append(errs, field.NotSupported(p.Index(i), proto, protocols))
+		case slices.Index(pool.Announce, proto) < i:
+			errs = append(errs, field.Duplicate(p.Index(i), proto))
+		}
+	}
+	return errs
+}
+
+// maxInterfaceName is the longest Linux interface name (IFNAMSIZ less the
+// terminating zero).
+const maxInterfaceName = 15
+
+func (l *L2) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, name := range l.Interfaces {
+		ip := p.Child("interfaces").Index(i)
+		switch {
+		case name == "":
+			errs = append(errs, field.Invalid(ip, name, "must not be empty"))
+		case len(name) > maxInterfaceName:
+			errs = append(errs, field.TooLong(ip, name, maxInterfaceName))
+		case strings.ContainsAny(name, "/ \t\n:") || name == "." || name == "..":
+			errs = append(errs, field.Invalid(ip, name, "not an interface name"))
+		case slices.Index(l.Interfaces, name) < i:
+			errs = append(errs, field.Duplicate(ip, name))
+		}
+	}
+	l.nodeSelector = nil
+	if l.NodeSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(l.NodeSelector)
+		if err != nil {
+			errs = append(errs, field.Invalid(p.Child("nodeSelector"), l.NodeSelector, err.Error()))
+		}
+		l.nodeSelector = sel
+	}
+	if l.MemberlistPort == 0 {
+		errs = append(errs, field.Invalid(p.Child("memberlistPort"), l.MemberlistPort, fmt.Sprintf("must be from 1 to %d", 65535)))
+	}
+	return errs
+}
+
+// Announces reports whether the pool's addresses are made reachable with
+// proto.
+func (pool *Pool) Announces(proto Protocol) bool {
+	if len(pool.Announce) == 0 { // not defaulted: BGP, as Default gives
+		return proto == ProtocolBGP
+	}
+	return slices.Contains(pool.Announce, proto)
+}
+
+// Selects reports whether the l2.nodeSelector matches node labels (every
+// node when it has none).
+func (l *L2) Selects(nodeLabels labels.Set) bool {
+	return l.nodeSelector == nil || l.nodeSelector.Matches(nodeLabels)
+}
