@@ -2,12 +2,14 @@ package netlab
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 )
 
 // Interface names inside the namespaces. Only the host end of the speaker
@@ -27,8 +29,15 @@ func run(name string, args ...string) error {
 
 // output runs a command and returns its standard output.
 func output(name string, args ...string) (string, error) {
-	cmd := exec.Command(name, args...) //nolint:gosec // ip, bird, birdc and curl with the lab's own arguments
+	return command(context.Background(), "", name, args...)
+}
+
+// command runs a command, killed when ctx ends, with stdin as its standard
+// input, and returns its standard output.
+func command(ctx context.Context, stdin, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, name, args...) //nolint:gosec // ip, bird, birdc, nft and curl with the lab's own arguments
 	var stdout, stderr bytes.Buffer
+	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		return stdout.String(), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
@@ -36,9 +45,15 @@ func output(name string, args ...string) (string, error) {
 	return stdout.String(), nil
 }
 
+// execIn runs a command in namespace ns (ip netns exec), killed when ctx
+// ends, and returns its standard output.
+func execIn(ctx context.Context, ns string, args ...string) (string, error) {
+	return command(ctx, "", "ip", append([]string{"netns", "exec", ns}, args...)...)
+}
+
 // Exec runs a command in namespace ns and returns its standard output.
 func (l *Lab) Exec(ns string, args ...string) (string, error) {
-	return output("ip", append([]string{"netns", "exec", ns}, args...)...)
+	return execIn(context.Background(), ns, args...)
 }
 
 // ipn runs `ip -n ns args...`, or `ip args...` in the host namespace when ns
@@ -78,14 +93,29 @@ func (l *Lab) build() error {
 	return l.startRouter()
 }
 
-func (l *Lab) addNamespace(ns string) error {
+func (l *Lab) addNamespace(ns string) error { return addNamespace(&l.mu, &l.namespaces, ns) }
+
+// addNamespace creates namespace ns, records it in *created (under mu) so
+// that the lab's Close deletes it by name, and brings its loopback up.
+func addNamespace(mu *sync.Mutex, created *[]string, ns string) error {
 	if err := run("ip", "netns", "add", ns); err != nil {
 		return err
 	}
-	l.mu.Lock()
-	l.namespaces = append(l.namespaces, ns)
-	l.mu.Unlock()
+	mu.Lock()
+	*created = append(*created, ns)
+	mu.Unlock()
 	return ipn(ns, "link", "set", "lo", "up")
+}
+
+// deleteNamespaces deletes the namespaces created, by name, last first.
+func deleteNamespaces(created []string) []error {
+	var errs []error
+	for i := len(created) - 1; i >= 0; i-- {
+		if err := run("ip", "netns", "del", created[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }
 
 // addrArgs are the `ip addr add` arguments of a in a /24 or /64 on dev.

@@ -316,11 +316,7 @@ func (l *Lab) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	for i := len(l.namespaces) - 1; i >= 0; i-- {
-		if err := run("ip", "netns", "del", l.namespaces[i]); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	errs = append(errs, deleteNamespaces(l.namespaces)...)
 	if l.Dir != "" {
 		l.savedLog = l.readRouterLog()
 		if err := os.RemoveAll(l.Dir); err != nil {

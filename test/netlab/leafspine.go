@@ -266,11 +266,7 @@ func (ls *LeafSpine) Close() error {
 			ls.savedLog += routerLogHeader(ns, rt) + rt.lab.RouterLog() + "\n"
 		}
 	}
-	for i := len(ls.namespaces) - 1; i >= 0; i-- {
-		if err := run("ip", "netns", "del", ls.namespaces[i]); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	errs = append(errs, deleteNamespaces(ls.namespaces)...)
 	if ls.lock != nil {
 		_ = ls.lock.Close()
 	}
@@ -465,15 +461,7 @@ func (ls *LeafSpine) build() error {
 	return nil
 }
 
-func (ls *LeafSpine) addNamespace(ns string) error {
-	if err := run("ip", "netns", "add", ns); err != nil {
-		return err
-	}
-	ls.mu.Lock()
-	ls.namespaces = append(ls.namespaces, ns)
-	ls.mu.Unlock()
-	return ipn(ns, "link", "set", "lo", "up")
-}
+func (ls *LeafSpine) addNamespace(ns string) error { return addNamespace(&ls.mu, &ls.namespaces, ns) }
 
 // lsConfigureLink gives dev in ns the prefixes' addresses and brings it up,
 // without IPv6 link-local addresses (as configureLink).
@@ -754,7 +742,7 @@ func (ls *LeafSpine) RouterPID(ns string) int {
 
 // Exec runs a command in namespace ns and returns its standard output.
 func (ls *LeafSpine) Exec(ns string, args ...string) (string, error) {
-	return output("ip", append([]string{"netns", "exec", ns}, args...)...)
+	return execIn(context.Background(), ns, args...)
 }
 
 // RunInNamespace runs fn in network namespace ns (framework.RunInNetNS).
@@ -784,11 +772,7 @@ func (ls *LeafSpine) SetNodeLink(r, i int, up bool) error {
 	if r < 0 || r >= len(ls.Racks) || i < 0 || i >= len(ls.Racks[r]) {
 		return fmt.Errorf("netlab leaf-spine: no node %d in rack %d", i, r)
 	}
-	state := "down"
-	if up {
-		state = "up"
-	}
-	return ipn(ls.Tors[r], "link", "set", "dev", lsNodePort(i), state)
+	return setLink(ls.Tors[r], lsNodePort(i), up)
 }
 
 // LeafSpineConfigs renders the configs a lab with opts would run, without

@@ -9,9 +9,14 @@ func (l *Lab) SetNodeLink(i int, up bool) error {
 	if i < 0 || i >= len(l.Nodes) {
 		return fmt.Errorf("netlab: no node %d", i)
 	}
+	return setLink(l.Router, fmt.Sprintf("n%d", i), up)
+}
+
+// setLink sets link dev of namespace ns down or up.
+func setLink(ns, dev string, up bool) error {
 	state := "down"
 	if up {
 		state = "up"
 	}
-	return ipn(l.Router, "link", "set", "dev", fmt.Sprintf("n%d", i), state)
+	return ipn(ns, "link", "set", "dev", dev, state)
 }
