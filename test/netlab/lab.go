@@ -177,9 +177,8 @@ type Lab struct {
 	bird       *framework.Process
 	zebra      *framework.Process
 	bgpd       *framework.Process
-	closers    []func()
+	cl         closing
 	lock       *os.File
-	closed     bool
 	savedLog   string // the router's log, read before Close removes Dir
 	// frrMadeTmpBase: FRR's /var/tmp/frr did not exist before the lab.
 	frrMadeTmpBase bool
@@ -301,12 +300,8 @@ func randomID() (string, error) {
 func (l *Lab) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if !l.cl.close() {
 		return nil
-	}
-	l.closed = true
-	for i := len(l.closers) - 1; i >= 0; i-- {
-		l.closers[i]()
 	}
 	l.stopRouter()
 	l.closeFRR()
@@ -333,15 +328,39 @@ func (l *Lab) Close() error {
 }
 
 // addCloser registers fn to run first in Close.
-func (l *Lab) addCloser(fn func()) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
+func (l *Lab) addCloser(fn func()) error { return l.cl.add(&l.mu, fn) }
+
+// closing is what a lab runs first in Close, and whether it has closed; the
+// lab's mutex guards it.
+type closing struct {
+	closers []func()
+	closed  bool
+}
+
+// add registers fn under mu; on a closed lab it runs fn at once and fails.
+func (c *closing) add(mu *sync.Mutex, fn func()) error {
+	mu.Lock()
+	defer mu.Unlock()
+	if c.closed {
 		fn()
 		return errors.New("netlab: lab closed")
 	}
-	l.closers = append(l.closers, fn)
+	c.closers = append(c.closers, fn)
 	return nil
+}
+
+// close, called with the lab's mutex held, marks the lab closed and runs
+// the closers, last added first. It returns false if the lab had closed
+// already.
+func (c *closing) close() bool {
+	if c.closed {
+		return false
+	}
+	c.closed = true
+	for i := len(c.closers) - 1; i >= 0; i-- {
+		c.closers[i]()
+	}
+	return true
 }
 
 // RouterAddr is the router's address on the node segment.

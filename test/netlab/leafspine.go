@@ -171,8 +171,7 @@ type LeafSpine struct {
 	// PID) serves here too. Only the fields those methods use are set.
 	routers  map[string]*lsRouter
 	lock     *os.File
-	closed   bool
-	closers  []func()
+	cl       closing
 	savedLog string
 }
 
@@ -250,12 +249,8 @@ func StartLeafSpine(opts LeafSpineOptions) (*LeafSpine, error) {
 func (ls *LeafSpine) Close() error {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if ls.closed {
+	if !ls.cl.close() {
 		return nil
-	}
-	ls.closed = true
-	for i := len(ls.closers) - 1; i >= 0; i-- {
-		ls.closers[i]()
 	}
 	var errs []error
 	// Lab.Close of a router's *Lab stops its daemons by PID and removes its
@@ -279,14 +274,7 @@ func (ls *LeafSpine) Close() error {
 // AddCloser registers fn to run first in Close (before the routers stop),
 // for processes a test starts in the lab's namespaces.
 func (ls *LeafSpine) AddCloser(fn func()) error {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if ls.closed {
-		fn()
-		return errors.New("netlab: leaf-spine lab closed")
-	}
-	ls.closers = append(ls.closers, fn)
-	return nil
+	return ls.cl.add(&ls.mu, fn)
 }
 
 // routerOrder is the router namespaces, spine first.
@@ -300,7 +288,7 @@ func routerLogHeader(ns string, rt *lsRouter) string {
 func (ls *LeafSpine) RouterLogs() string {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if ls.closed {
+	if ls.cl.closed {
 		return ls.savedLog
 	}
 	var b strings.Builder
@@ -617,7 +605,7 @@ func (ls *LeafSpine) newRouter(ns string, kind RouterKind, peers map[string]neti
 	}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if ls.closed {
+	if ls.cl.closed {
 		_ = os.RemoveAll(dir)
 		return nil, errors.New("lab closed")
 	}

@@ -80,7 +80,7 @@ func (l *Lab) BirdPID() int { return l.RouterPID() }
 // config.
 func (l *Lab) RestartRouter() error {
 	l.mu.Lock()
-	if l.closed {
+	if l.cl.closed {
 		l.mu.Unlock()
 		return errors.New("netlab restart router: lab closed")
 	}
