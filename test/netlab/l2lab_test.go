@@ -2,11 +2,16 @@ package netlab
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"net/netip"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/metal-ccm/metal-ccm/test/framework"
 )
 
 var families = []Family{IPv4, IPv6}
@@ -178,5 +183,139 @@ func TestL2LabPingAndNodeLink(t *testing.T) {
 	}
 	if out, err := l.ClientRun(context.Background(), "ip", "-br", "addr", "show", "dev", NodeLink); err != nil || !strings.Contains(out, L2ClientAddr(IPv4).String()) {
 		t.Errorf("ClientRun: %q, %v", out, err)
+	}
+}
+
+// l2Listen listens on TCP and UDP port in node i for both families; TCP
+// connections are accepted and closed, UDP datagrams are sent to the
+// returned channel. Everything closes with the test.
+func l2Listen(t *testing.T, l *L2Lab, i int, port uint16) <-chan string {
+	t.Helper()
+	got := make(chan string, 16)
+	for _, f := range families {
+		ap := netip.AddrPortFrom(L2NodeAddr(f, i), port).String()
+		ln, err := framework.ListenInNetNS(l.NodeNamespace(i), "tcp", ap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				_ = c.Close()
+			}
+		}()
+		var pc net.PacketConn
+		if err := framework.RunInNetNS(l.NodeNamespace(i), func() error {
+			var err error
+			pc, err = net.ListenPacket("udp", ap)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = pc.Close() })
+		go func() {
+			buf := make([]byte, 100)
+			for {
+				n, _, err := pc.ReadFrom(buf)
+				if err != nil {
+					return
+				}
+				got <- string(buf[:n])
+			}
+		}()
+	}
+	return got
+}
+
+// l2TCP connects from namespace ns to addr:port within a second.
+func l2TCP(ns string, addr netip.Addr, port uint16) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	c, err := framework.DialInNetNS(ctx, ns, "tcp", netip.AddrPortFrom(addr, port).String())
+	if err == nil {
+		_ = c.Close()
+	}
+	return err
+}
+
+// l2UDP sends msg from namespace ns to addr:port and reports whether got
+// receives it within 500 ms.
+func l2UDP(t *testing.T, ns string, addr netip.Addr, port uint16, msg string, got <-chan string) bool {
+	t.Helper()
+	c, err := framework.DialInNetNS(context.Background(), ns, "udp", netip.AddrPortFrom(addr, port).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	if _, err := c.Write([]byte(msg)); err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(500 * time.Millisecond)
+	for {
+		select {
+		case m := <-got:
+			if m == msg {
+				return true
+			}
+		case <-timeout:
+			return false
+		}
+	}
+}
+
+func TestL2LabBlockBetweenNodes(t *testing.T) {
+	l := NewL2(t, L2Options{})
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skipf("skipping: no nft (hack/install-deps.sh installs it): %v", err)
+	}
+	const port, other = 7946, 7947
+	got0 := l2Listen(t, l, 0, port)
+	l2Listen(t, l, 0, other)
+	l2Listen(t, l, 2, port)
+	undo, err := l.BlockBetweenNodes(0, port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		n0 := L2NodeAddr(f, 0)
+		if err := l2TCP(l.NodeNamespace(1), n0, port); err == nil {
+			t.Errorf("%v: node 1 reached node 0 on TCP port %d through the block", f, port)
+		}
+		if err := l2TCP(l.NodeNamespace(0), L2NodeAddr(f, 2), port); err == nil {
+			t.Errorf("%v: node 0 reached node 2 on TCP port %d through the block", f, port)
+		}
+		if err := l2TCP(l.ClientNamespace(), n0, port); err != nil {
+			t.Errorf("%v: client to node 0 port %d: %v", f, port, err)
+		}
+		if err := l2TCP(l.NodeNamespace(1), n0, other); err != nil {
+			t.Errorf("%v: node 1 to node 0 port %d (not blocked): %v", f, other, err)
+		}
+		if l2UDP(t, l.NodeNamespace(1), n0, port, fmt.Sprintf("node1-v%d", f), got0) {
+			t.Errorf("%v: node 1's UDP datagram reached node 0 port %d through the block", f, port)
+		}
+		if !l2UDP(t, l.ClientNamespace(), n0, port, fmt.Sprintf("client-v%d", f), got0) {
+			t.Errorf("%v: the client's UDP datagram to node 0 port %d was lost", f, port)
+		}
+	}
+	if err := undo(); err != nil {
+		t.Fatal(err)
+	}
+	if err := undo(); err != nil {
+		t.Errorf("second undo: %v", err)
+	}
+	if tables, err := l.l2BlockTables(0); err != nil || strings.Contains(tables, "mccm_block") {
+		t.Errorf("tables after undo: %q, %v", tables, err)
+	}
+	for _, f := range families {
+		if err := l2TCP(l.NodeNamespace(1), L2NodeAddr(f, 0), port); err != nil {
+			t.Errorf("%v: node 1 to node 0 after undo: %v", f, err)
+		}
+		if !l2UDP(t, l.NodeNamespace(1), L2NodeAddr(f, 0), port, fmt.Sprintf("after-v%d", f), got0) {
+			t.Errorf("%v: node 1's UDP datagram lost after undo", f)
+		}
 	}
 }
