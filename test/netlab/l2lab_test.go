@@ -2,6 +2,7 @@ package netlab
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"net/netip"
@@ -316,6 +317,147 @@ func TestL2LabBlockBetweenNodes(t *testing.T) {
 		}
 		if !l2UDP(t, l.NodeNamespace(1), L2NodeAddr(f, 0), port, fmt.Sprintf("after-v%d", f), got0) {
 			t.Errorf("%v: node 1's UDP datagram lost after undo", f)
+		}
+	}
+}
+
+func TestOverlapOfMACs(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	a, b, c := net.HardwareAddr{2, 0, 0, 0, 0, 0xa}, net.HardwareAddr{2, 0, 0, 0, 0, 0xb}, net.HardwareAddr{2, 0, 0, 0, 0, 0xc}
+	at := func(mac net.HardwareAddr, s float64) Reply {
+		return Reply{MAC: mac, Time: t0.Add(time.Duration(s * float64(time.Second)))}
+	}
+	const w = time.Second
+	for _, tc := range []struct {
+		name    string
+		replies []Reply
+		want    time.Duration
+	}{
+		{"none", nil, 0},
+		{"one MAC, many replies", []Reply{at(a, 0), at(a, 0.5), at(a, 3)}, 0},
+		{"handover, touching", []Reply{at(a, 0), at(b, 1), at(b, 2)}, 0},
+		{"handover with 300ms overlap", []Reply{at(a, 0), at(b, 0.7)}, 300 * time.Millisecond},
+		{"any order", []Reply{at(b, 0.7), at(a, 0)}, 300 * time.Millisecond},
+		// a answers 0..2.5 (merged), b 1..2: overlap 1s.
+		{"same MAC merged", []Reply{at(a, 0), at(a, 0.8), at(a, 1.5), at(b, 1)}, time.Second},
+		// a 0..1, b 0.5..1.5, c 0.9..1.9: two or more from 0.5 to 1.5.
+		{"three MACs chain", []Reply{at(a, 0), at(b, 0.5), at(c, 0.9)}, time.Second},
+		// Two separate overlaps, the longest counts.
+		{"longest of two", []Reply{at(a, 0), at(b, 0.9), at(a, 5), at(b, 5.5)}, 500 * time.Millisecond},
+		{"same instant", []Reply{at(a, 2), at(b, 2)}, time.Second},
+	} {
+		if got := OverlapOfMACs(tc.replies, w); got != tc.want {
+			t.Errorf("%s: overlap %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestParseAnswer(t *testing.T) {
+	node := net.HardwareAddr{2, 0, 0, 0, 0, 0x11}
+	client := net.HardwareAddr{2, 0, 0, 0, 0, 0x02}
+	vip4, vip6 := L2VIP(IPv4, 0), L2VIP(IPv6, 0)
+	eth := func(dst, src net.HardwareAddr, typ uint16, body []byte) []byte {
+		f := binary.BigEndian.AppendUint16(append(slices.Clone(dst), src...), typ)
+		return append(f, body...)
+	}
+	arp := func(op byte, sha net.HardwareAddr, spa netip.Addr, tha net.HardwareAddr, tpa netip.Addr) []byte {
+		p := []byte{0, 1, 8, 0, 6, 4, 0, op}
+		p = append(append(p, sha...), spa.AsSlice()...)
+		return append(append(p, tha...), tpa.AsSlice()...)
+	}
+	na := func(flags byte, target netip.Addr, tlla net.HardwareAddr) []byte {
+		ip := make([]byte, 40)
+		ip[0], ip[6], ip[7] = 0x60, 58, 255
+		icmp := append([]byte{136, 0, 0, 0, flags, 0, 0, 0}, target.AsSlice()...)
+		if tlla != nil {
+			icmp = append(append(icmp, 2, 1), tlla...)
+		}
+		return append(ip, icmp...)
+	}
+	bcast := net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	other := net.HardwareAddr{2, 0, 0, 0, 0, 0x99}
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+		vip   netip.Addr
+		ok    bool
+		want  Reply
+	}{
+		{"ARP reply", eth(client, node, 0x0806, arp(2, node, vip4, client, L2ClientAddr(IPv4))), vip4, true, Reply{MAC: node, EtherSource: node}},
+		{"ARP reply, other sender MAC", eth(client, other, 0x0806, arp(2, node, vip4, client, L2ClientAddr(IPv4))), vip4, true, Reply{MAC: node, EtherSource: other}},
+		{"gratuitous request", eth(bcast, node, 0x0806, arp(1, node, vip4, bcast, vip4)), vip4, true, Reply{MAC: node, EtherSource: node, Unsolicited: true}},
+		{"gratuitous reply", eth(bcast, node, 0x0806, arp(2, node, vip4, bcast, vip4)), vip4, true, Reply{MAC: node, EtherSource: node, Unsolicited: true}},
+		{"ARP request", eth(bcast, client, 0x0806, arp(1, client, L2ClientAddr(IPv4), nil6(), vip4)), vip4, false, Reply{}},
+		{"ARP reply for another address", eth(client, node, 0x0806, arp(2, node, L2VIP(IPv4, 1), client, L2ClientAddr(IPv4))), vip4, false, Reply{}},
+		{"solicited NA", eth(client, node, 0x86dd, na(0x60, vip6, node)), vip6, true, Reply{MAC: node, EtherSource: node}},
+		{"unsolicited NA", eth(bcast, node, 0x86dd, na(0x20, vip6, other)), vip6, true, Reply{MAC: other, EtherSource: node, Unsolicited: true}},
+		{"NA without option", eth(client, node, 0x86dd, na(0x40, vip6, nil)), vip6, true, Reply{MAC: node, EtherSource: node}},
+		{"NA for another address", eth(client, node, 0x86dd, na(0x60, L2VIP(IPv6, 1), node)), vip6, false, Reply{}},
+		{"ARP for an IPv6 watch", eth(client, node, 0x0806, arp(2, node, vip4, client, L2ClientAddr(IPv4))), vip6, false, Reply{}},
+		{"short", []byte{1, 2, 3}, vip4, false, Reply{}},
+	} {
+		got, ok := parseAnswer(tc.frame, tc.vip)
+		if ok != tc.ok || got.MAC.String() != tc.want.MAC.String() || got.EtherSource.String() != tc.want.EtherSource.String() || got.Unsolicited != tc.want.Unsolicited {
+			t.Errorf("%s: %+v %v, want %+v %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// nil6 is an all-zero MAC (an ARP request's target hardware address).
+func nil6() net.HardwareAddr { return make(net.HardwareAddr, 6) }
+
+func TestL2LabWatchARPReplies(t *testing.T) {
+	l := NewL2(t, L2Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, f := range families {
+		addr := L2NodeAddr(f, 1)
+		want, err := l.NodeMAC(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := l.WatchARPReplies(ctx, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.FlushClientNeighbors(); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.ClientPing(ctx, addr); err != nil {
+			t.Fatal(err)
+		}
+		var replies []Reply
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if replies = w.Replies(); len(replies) > 0 {
+				break
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Error(err)
+		}
+		if len(replies) == 0 {
+			t.Errorf("%s: no answer recorded", addr)
+			continue
+		}
+		for _, r := range replies {
+			if r.MAC.String() != want.String() || r.EtherSource.String() != want.String() || r.Unsolicited || r.Time.IsZero() {
+				t.Errorf("%s: answer %+v, want a solicited one from node 1's MAC %s", addr, r, want)
+			}
+		}
+		if got := OverlapOfMACs(replies, time.Second); got != 0 {
+			t.Errorf("%s: overlap %v with one node answering", addr, got)
+		}
+		// Nothing more after Close.
+		n := len(w.Replies())
+		if err := l.FlushClientNeighbors(); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.ClientPing(ctx, addr); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if len(w.Replies()) != n {
+			t.Errorf("%s: answers recorded after Close", addr)
 		}
 	}
 }
