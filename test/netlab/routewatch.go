@@ -205,6 +205,37 @@ func (w *RouteWatch) Wait(ctx context.Context, prefix netip.Prefix, want []netip
 	}
 }
 
+// WaitSettled is Wait, then waits until the route of prefix has not
+// changed for quiet, and starts over if it has: it returns the time of the
+// last change, which a passing state does not cut short (a route that
+// goes, comes back by another path and goes again).
+func (w *RouteWatch) WaitSettled(ctx context.Context, prefix netip.Prefix, want []netip.Addr, quiet time.Duration) (time.Time, error) {
+	for {
+		at, err := w.Wait(ctx, prefix, want)
+		if err != nil {
+			return at, err
+		}
+		t := time.NewTimer(time.Until(at.Add(quiet)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return time.Time{}, fmt.Errorf("netlab route watch %s: route %s settled: %w", w.ns, prefix, ctx.Err())
+		case <-t.C:
+		}
+		if w.ChangedAt(prefix).Equal(at) {
+			return at, nil
+		}
+	}
+}
+
+// ChangedAt is when the route of prefix last changed (appeared, changed
+// next hops or went), or the zero time if the watch never saw one.
+func (w *RouteWatch) ChangedAt(prefix netip.Prefix) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.used[prefix.Masked()].at
+}
+
 // NextHops are the next hops of prefix's route as last reported, and
 // whether there is a route.
 func (w *RouteWatch) NextHops(prefix netip.Prefix) ([]netip.Addr, bool) {

@@ -77,6 +77,36 @@ func TestRouteWatch(t *testing.T) {
 	if hops, ok := w.NextHops(netip.MustParsePrefix("198.18.26.64/32")); ok {
 		t.Errorf("a route outside the watched prefix was taken: %v", hops)
 	}
+	// A route that goes, comes back and goes again within the quiet time:
+	// settled at the last change.
+	if err := ipn(ns, "route", "add", p.String(), "via", gw[0].String()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Wait(context.Background(), p, gw[:1]); err != nil {
+		t.Fatal(err)
+	}
+	settled := make(chan time.Time, 1)
+	go func() {
+		at, err := w.WaitSettled(context.Background(), p, nil, 300*time.Millisecond)
+		if err != nil {
+			t.Error(err)
+		}
+		settled <- at
+	}()
+	for _, args := range [][]string{
+		{"route", "del", p.String()},
+		{"route", "add", p.String(), "via", gw[1].String()},
+		{"route", "del", p.String()},
+	} {
+		if err := ipn(ns, args...); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if at := <-settled; !at.Equal(w.ChangedAt(p)) || time.Since(at) < 300*time.Millisecond {
+		t.Errorf("settled at %s, the last change was at %s", at.Format(time.StampMicro), w.ChangedAt(p).Format(time.StampMicro))
+	}
+
 	// Another destination: its own route; p's stays gone, seen when it went.
 	gone, err := w.Wait(context.Background(), p, nil)
 	if err != nil {
