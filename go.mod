@@ -9,6 +9,8 @@ require (
 	github.com/prometheus/common v0.70.0
 	github.com/prometheus/prometheus v0.311.3
 	github.com/spf13/pflag v1.0.10
+	github.com/vishvananda/netlink v1.2.1
+	github.com/vishvananda/netns v0.0.4
 	golang.org/x/sys v0.47.0
 	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af
 	k8s.io/api v0.37.2
@@ -96,8 +98,6 @@ require (
 	github.com/spf13/jwalterweatherman v1.1.0 // indirect
 	github.com/spf13/viper v1.16.0 // indirect
 	github.com/subosito/gotenv v1.4.2 // indirect
-	github.com/vishvananda/netlink v1.2.1 // indirect
-	github.com/vishvananda/netns v0.0.4 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.etcd.io/etcd/api/v3 v3.7.0 // indirect
 	go.etcd.io/etcd/client/pkg/v3 v3.7.0 // indirect

@@ -166,21 +166,16 @@ func (e *env) measureAgent(ctx context.Context, al *agentLab, node string) (agen
 	if err != nil {
 		return r, err
 	}
-	bin, err := framework.Binary("metal-node-agent")
-	if err != nil {
-		return r, fmt.Errorf("bench: %w", err)
-	}
-	// nsenter execs the agent in the namespace (no fork without --pid), so
-	// the PID the harness measures is the agent's.
-	// env(1) execs too. GODEBUG=gctrace=1 has the runtime log each
-	// collection's live heap: the agent has no /debug/pprof, and this says
-	// how much of its RSS is heap without adding one.
-	args := []string{"--net=" + filepath.Join("/run/netns", al.ns), "--", "env", "GODEBUG=gctrace=1", bin,
-		"--kubeconfig", al.kubeconfig, "--cloud-config", cfg, "--node-name", node,
-		"--bind-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(agentStatusPort)), "--v", "2"}
+	// The PID the harness measures is the agent's (StartNodeAgent execs).
+	// GODEBUG=gctrace=1 has the runtime log each collection's live heap:
+	// the agent has no /debug/pprof, and this says how much of its RSS is
+	// heap without adding one.
 	e.log.Info("Starting a node agent in the agent namespace", "node", node)
 	started := time.Now()
-	p, err := framework.StartProcess("agent", filepath.Join(e.o.Dir, "logs", "metal-node-agent.log"), false, "nsenter", args...)
+	p, err := framework.StartNodeAgent(framework.NodeAgentOptions{Name: "agent",
+		LogPath: filepath.Join(e.o.Dir, "logs", "metal-node-agent.log"), NetNS: al.ns, Node: node,
+		Kubeconfig: al.kubeconfig, CloudConfig: cfg, Env: []string{"GODEBUG=gctrace=1"},
+		Args: []string{"--bind-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(agentStatusPort))}})
 	if err != nil {
 		return r, fmt.Errorf("bench: %w", err)
 	}

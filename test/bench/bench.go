@@ -24,6 +24,7 @@ import (
 const (
 	ScenarioHealth    = "health"
 	ScenarioAgent     = "agent"
+	ScenarioTor       = "tor"
 	ScenarioJoin      = "join"
 	ScenarioLB        = "lb"
 	ScenarioChurn     = "churn"
@@ -32,7 +33,7 @@ const (
 )
 
 // AllScenarios lists every scenario in run order.
-var AllScenarios = []string{ScenarioHealth, ScenarioAgent, ScenarioJoin, ScenarioLB, ScenarioChurn, ScenarioEndpoints, ScenarioSteady}
+var AllScenarios = []string{ScenarioHealth, ScenarioAgent, ScenarioTor, ScenarioJoin, ScenarioLB, ScenarioChurn, ScenarioEndpoints, ScenarioSteady}
 
 // Sizes the goals are stated for; a smaller run marks its goals "scaled".
 const (
@@ -89,6 +90,10 @@ type Options struct {
 	// scenario, and AgentIdle how long its agent is watched.
 	AgentNodes, AgentServices int
 	AgentIdle                 time.Duration
+	// TorChanges is how many addresses the ToR scenario writes and
+	// removes; TorFRR makes its ToR 1 FRR (ToR 0 stays BIRD).
+	TorChanges int
+	TorFRR     bool
 
 	// Timeout bounds each wait for the CCM.
 	Timeout time.Duration
@@ -118,7 +123,7 @@ func Profile(name string) (Options, error) {
 		JoinNodes: 1000, LBServices: 1000, LocalServices: 200,
 		SteadyNodes: 1000, SteadyServices: 2000, SteadyIdle: 2 * time.Minute,
 		HealthNodes: 1000, HealthIdle: time.Minute,
-		AgentNodes: goalAgentNodes, AgentServices: goalAgentServices, AgentIdle: time.Minute,
+		AgentNodes: goalAgentNodes, AgentServices: goalAgentServices, AgentIdle: time.Minute, TorChanges: goalTorChanges,
 		Timeout: 5 * time.Minute, ClientQPS: 100, ClientBurst: 200, Workers: 10,
 		PprofSeconds: 20,
 	}
@@ -132,6 +137,7 @@ func Profile(name string) (Options, error) {
 		o.SteadyNodes, o.SteadyServices, o.SteadyIdle = 40, 60, 5*time.Second
 		o.HealthNodes, o.HealthIdle = 20, 3*time.Second
 		o.AgentNodes, o.AgentServices, o.AgentIdle = 20, 40, 3*time.Second
+		o.TorChanges = 2
 		o.Timeout = 2 * time.Minute
 		o.PprofSeconds = 5
 	default:
@@ -161,6 +167,7 @@ func (o *Options) validate() error {
 		{"Local Services", o.LocalServices, maxServices}, {"steady nodes", o.SteadyNodes, maxSteadyNodes},
 		{"steady Services", o.SteadyServices, maxServices}, {"health nodes", o.HealthNodes, maxHealthNodes},
 		{"agent nodes", o.AgentNodes, maxAgentNodes}, {"agent Services", o.AgentServices, maxServices},
+		{"ToR changes", o.TorChanges, maxTorChanges},
 	} {
 		if n.v < 1 || n.v > n.max {
 			errs = append(errs, fmt.Errorf("%s: %d out of range 1..%d", n.name, n.v, n.max))
@@ -203,6 +210,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 			"idleSeconds": int(o.HealthIdle.Seconds())}, e.healthNodes},
 		{ScenarioAgent, "0b. Node agent", map[string]int{"nodes": o.AgentNodes, "services": o.AgentServices,
 			"idleSeconds": int(o.AgentIdle.Seconds())}, e.nodeAgent},
+		{ScenarioTor, "0c. Address to every ToR", map[string]int{"nodes": 4, "changes": o.TorChanges}, e.torRoutes},
 		{ScenarioJoin, "1. Node-join storm", map[string]int{"nodes": o.JoinNodes}, e.joinStorm},
 		{ScenarioLB, "2. LoadBalancer storm", map[string]int{"services": o.LBServices, "labNodes": labNodes}, e.lbStorm},
 		{ScenarioChurn, "3. Node churn under load", map[string]int{"services": o.LBServices, "labNodes": labNodes}, e.nodeChurn},
@@ -222,7 +230,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		}
 		e.log.Info("Scenario", "title", st.title, "size", st.size)
 		stopProfile := func() {}
-		if st.id != ScenarioSteady && st.id != ScenarioHealth && st.id != ScenarioAgent { // profiled while idle, or not the CCM's figures
+		if !slices.Contains([]string{ScenarioSteady, ScenarioHealth, ScenarioAgent, ScenarioTor}, st.id) { // profiled while idle, or not the CCM's figures
 			stopProfile = e.profileCPU(ctx, st.id, o.PprofSeconds)
 		}
 		if err := st.run(ctx, s); err != nil {

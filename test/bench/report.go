@@ -37,7 +37,8 @@ type Machine struct {
 
 // Scenario is the outcome of one scenario.
 type Scenario struct {
-	// ID is the stable name: health, join, lb, churn, endpoints or steady.
+	// ID is the stable name: health, agent, tor, join, lb, churn, endpoints
+	// or steady.
 	ID string `json:"id"`
 	// Title is the human name.
 	Title string `json:"title"`
@@ -61,7 +62,7 @@ type Figure struct {
 	Name string `json:"name"`
 	// Value in Unit.
 	Value float64 `json:"value"`
-	// Unit: "s", "MiB", "%", "req", "req/s", "count".
+	// Unit: "s", "ms", "MiB", "%", "req", "req/s", "count".
 	Unit string `json:"unit"`
 	// Floor is the same measure for the minimal API writes done by a
 	// trivial client with the CCM's client limits (0: none).
@@ -211,7 +212,7 @@ func (r *Results) Markdown() string {
 
 func sizeText(size map[string]int) string {
 	var parts []string
-	for _, k := range []string{"nodes", "services", "labNodes"} {
+	for _, k := range []string{"nodes", "services", "labNodes", "changes"} {
 		if n, ok := size[k]; ok {
 			parts = append(parts, fmt.Sprintf("%d %s", n, k))
 		}
@@ -229,6 +230,8 @@ func value(v float64, unit string) string {
 			return fmt.Sprintf("%.2f s", v)
 		}
 		return fmt.Sprintf("%.1f s", v)
+	case "ms":
+		return fmt.Sprintf("%.1f ms", v)
 	case "count", "req":
 		return fmt.Sprintf("%.0f", v)
 	case "%", "MiB", "req/s", "per item":

@@ -74,7 +74,8 @@ func checkResults(t *testing.T, r *Results, o Options, router bool) {
 		case s == nil:
 			t.Errorf("scenario %s missing", id)
 			continue
-		case (id == ScenarioHealth || id == ScenarioAgent) && s.Skipped != "" && os.Geteuid() != 0:
+		case (id == ScenarioHealth || id == ScenarioAgent) && s.Skipped != "" && os.Geteuid() != 0,
+			id == ScenarioTor && s.Skipped != "" && netlab.Available() != nil:
 			t.Logf("scenario %s skipped: %s", id, s.Skipped)
 			continue
 		case s.Error != "" || s.Skipped != "":
@@ -131,6 +132,14 @@ func checkResults(t *testing.T, r *Results, o Options, router bool) {
 		// every address.
 		count(ScenarioAgent, "prefixes", o.AgentServices)
 		positive(ScenarioAgent, "rss_mib", "rss_hwm_mib")
+	}
+	if s := r.Scenario(ScenarioTor); s != nil && s.Skipped == "" {
+		// Every change reached both ToRs and left them.
+		count(ScenarioTor, "changes", o.TorChanges)
+		positive(ScenarioTor, "announce_p50_ms", "announce_p99_ms", "withdraw_p50_ms", "withdraw_p99_ms")
+		if f := figure(t, r, ScenarioTor, "announce_p99_ms"); f != nil && f.Goal == nil {
+			t.Errorf("tor: announce_p99_ms has no goal: %+v", f)
+		}
 	}
 	if f := figure(t, r, ScenarioSteady, "rss_mib"); f != nil && f.Value > 4096 {
 		t.Errorf("steady: RSS %v MiB", f.Value)

@@ -103,10 +103,6 @@ func startAgents(t *testing.T, lab *netlab.Lab, cfg string) []*agent {
 func startAgentsIn(t *testing.T, where []agentPlace, cfg string) []*agent {
 	t.Helper()
 	ctx := context.Background()
-	bin, err := framework.Binary("metal-node-agent")
-	if err != nil {
-		t.Fatal(err)
-	}
 	write := agentKubeconfig(t, ctx)
 	dir := t.TempDir()
 	var agents []*agent
@@ -121,9 +117,9 @@ func startAgentsIn(t *testing.T, where []agentPlace, cfg string) []*agent {
 			t.Fatal(err)
 		}
 		a := &agent{start: func() (*framework.Process, error) {
-			return framework.StartProcess("agent-"+w.node, filepath.Join(cp.Dir, "logs", "agent-"+w.node+".log"), false,
-				"nsenter", "--net=/run/netns/"+w.netns, "--", bin, "--kubeconfig", kc, "--cloud-config", cfg,
-				"--node-name", w.node, "--v", "2")
+			return framework.StartNodeAgent(framework.NodeAgentOptions{Name: "agent-" + w.node,
+				LogPath: filepath.Join(cp.Dir, "logs", "agent-"+w.node+".log"), NetNS: w.netns, Node: w.node,
+				Kubeconfig: kc, CloudConfig: cfg})
 		}}
 		if a.Process, err = a.start(); err != nil {
 			t.Fatal(err)

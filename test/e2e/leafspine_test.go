@@ -23,35 +23,6 @@ import (
 // allows), and so the most a killed agent's paths stay at its ToR.
 const leafSpineHoldTime = 3 * time.Second
 
-// leafSpineConfig is announceFrom Nodes for the leaf-spine lab: each
-// rack's ToR (both families) selected by the rack's zone label, eBGP with
-// the ToR's AS, and pod routes. The nodes run no kube-proxy here: no
-// health checks.
-func leafSpineConfig(pool4, pool6 string) string {
-	cfg := fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
-kind: CloudConfig
-loadBalancer:
-  pools:
-  - name: default
-    addresses: [%s, %q]
-healthChecks:
-  enabled: false
-routes:
-  enabled: true
-bgp:
-  asn: %d
-  announceFrom: Nodes
-  peers:
-`, pool4, pool6, netlab.DefaultSpeakerASN)
-	for r := range 2 {
-		for _, f := range []netlab.Family{netlab.IPv4, netlab.IPv6} {
-			cfg += fmt.Sprintf("  - {address: %q, asn: %d, holdTime: %s, nodeSelector: {matchLabels: {topology.kubernetes.io/zone: rack%d}}}\n",
-				netlab.LeafSpineTorAddr(f, r), 65001+r, leafSpineHoldTime, r)
-		}
-	}
-	return cfg
-}
-
 // TestLeafSpineNodeAgents: two racks behind their own ToR (ToR 1 without
 // ADD-PATH), a spine with ECMP, the client behind it. The real agent on
 // each node peers only with its rack's ToR (nodeSelector on the zone
@@ -89,8 +60,9 @@ func testLeafSpineNodeAgents(t *testing.T, opts netlab.LeafSpineOptions) {
 			t.Cleanup(func() { _ = client.CoreV1().Nodes().Delete(context.Background(), n.name, metav1.DeleteOptions{}) })
 			// The rack's zone label, and pod CIDRs as an installer sets them.
 			k := 60 + 2*r + i
-			patch := fmt.Sprintf(`{"metadata":{"labels":{"topology.kubernetes.io/zone":"rack%d"}},`+
-				`"spec":{"podCIDR":"198.19.%d.0/24","podCIDRs":["198.19.%d.0/24","2001:db8:19:%d::/64"]}}`, r, k, k, k)
+			patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}},`+
+				`"spec":{"podCIDR":"198.19.%d.0/24","podCIDRs":["198.19.%d.0/24","2001:db8:19:%d::/64"]}}`,
+				netlab.LeafSpineZoneLabel, netlab.LeafSpineZone(r), k, k, k)
 			if _, err := client.CoreV1().Nodes().Patch(ctx, n.name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -98,7 +70,9 @@ func testLeafSpineNodeAgents(t *testing.T, opts netlab.LeafSpineOptions) {
 		}
 	}
 	cfg := filepath.Join(t.TempDir(), "cloud-config.yaml")
-	if err := os.WriteFile(cfg, []byte(leafSpineConfig("198.18.171.0/24", "2001:db8:171::/120")), 0o600); err != nil {
+	// Pod routes too: the agents announce their nodes' pod CIDRs.
+	body := ls.AgentCloudConfig(leafSpineHoldTime, "198.18.171.0/24", "2001:db8:171::/120") + "routes:\n  enabled: true\n"
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cp.StartCCMForTest(t, framework.CCMOptions{Name: "ccm-leafspine", CloudConfig: cfg, HealthChecks: true,

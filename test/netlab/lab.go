@@ -327,6 +327,13 @@ func (l *Lab) Close() error {
 	return nil
 }
 
+// isClosed reports whether Close has begun.
+func (l *Lab) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
 // addCloser registers fn to run first in Close.
 func (l *Lab) addCloser(fn func()) error { return l.cl.add(&l.mu, fn) }
 

@@ -90,6 +90,13 @@ type LeafSpineOptions struct {
 	AddPathTor int
 	// Password is the TCP MD5 password of the node sessions ("" = none).
 	Password string
+	// Beside, when set, is a running one-segment lab of this process: the
+	// leaf-spine lab is built beside it, under the machine-wide lock that
+	// lab holds, instead of waiting for it to close (which would never
+	// happen). The two do not meet: the leaf-spine lab has no link in the
+	// host namespace and none of the other's addresses. Close the
+	// leaf-spine lab first.
+	Beside *Lab
 }
 
 func (o *LeafSpineOptions) defaults() error {
@@ -211,18 +218,26 @@ func NewLeafSpine(t testing.TB, opts LeafSpineOptions) *LeafSpine {
 
 // StartLeafSpine builds a leaf-spine lab and returns once the ToR–spine
 // sessions are established; the caller must Close it. It waits for other
-// labs on this machine (Start's lock) to close first.
+// labs on this machine (Start's lock) to close first, unless it is built
+// beside one (LeafSpineOptions.Beside).
 func StartLeafSpine(opts LeafSpineOptions) (*LeafSpine, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, fmt.Errorf("netlab leaf-spine options: %w", err)
 	}
-	lock, err := acquireLock()
-	if err != nil {
-		return nil, err
+	var lock *os.File
+	if opts.Beside == nil {
+		var err error
+		if lock, err = acquireLock(); err != nil {
+			return nil, err
+		}
+	} else if opts.Beside.isClosed() {
+		return nil, errors.New("netlab leaf-spine start: the lab to run beside is closed")
 	}
 	id, err := randomID()
 	if err != nil {
-		_ = lock.Close()
+		if lock != nil {
+			_ = lock.Close()
+		}
 		return nil, err
 	}
 	prefix := "mccm-" + id + "-"

@@ -65,6 +65,8 @@ func run() error {
 	agentNodes := flag.Int("agent-nodes", def.AgentNodes, "scenario 0b: nodes, the node agent's among them (at most 1022)")
 	agentServices := flag.Int("agent-services", def.AgentServices, "scenario 0b: LoadBalancer Services, each a path of the node agent")
 	agentIdle := flag.Duration("agent-idle", def.AgentIdle, "scenario 0b: how long to watch the idle node agent")
+	torChanges := flag.Int("tor-changes", def.TorChanges, "scenario 0c: addresses written into a Service's status and removed, one at a time")
+	torFRR := flag.Bool("tor-frr", false, "scenario 0c: ToR 1 runs FRR (ToR 0 BIRD)")
 	timeout := flag.Duration("timeout", def.Timeout, "bound of each wait for the CCM")
 	qps := flag.Float64("kube-api-qps", float64(def.ClientQPS), "the CCM's --kube-api-qps, used by the floor's client")
 	burst := flag.Int("kube-api-burst", def.ClientBurst, "the CCM's --kube-api-burst, used by the floor's client")
@@ -85,8 +87,8 @@ func run() error {
 		"steady-services": func() { o.SteadyServices = *steadyServices }, "steady-idle": func() { o.SteadyIdle = *steadyIdle },
 		"health-nodes": func() { o.HealthNodes = *healthNodes }, "health-idle": func() { o.HealthIdle = *healthIdle },
 		"agent-nodes": func() { o.AgentNodes = *agentNodes }, "agent-services": func() { o.AgentServices = *agentServices },
-		"agent-idle": func() { o.AgentIdle = *agentIdle }, "timeout": func() { o.Timeout = *timeout },
-		"pprof-seconds": func() { o.PprofSeconds = *pprofSeconds },
+		"agent-idle": func() { o.AgentIdle = *agentIdle }, "tor-changes": func() { o.TorChanges = *torChanges },
+		"timeout": func() { o.Timeout = *timeout }, "pprof-seconds": func() { o.PprofSeconds = *pprofSeconds },
 	}
 	flag.Visit(func(f *flag.Flag) {
 		if set, ok := sizes[f.Name]; ok {
@@ -96,7 +98,7 @@ func run() error {
 			}
 		}
 	})
-	o.SteadyNotReady = *notReady
+	o.SteadyNotReady, o.TorFRR = *notReady, *torFRR
 	o.ClientQPS, o.ClientBurst, o.Workers = float32(*qps), *burst, *workers
 	o.Router, o.APIServerArgs = *router, apiArgs
 	o.CCMCommand = strings.TrimSpace(os.Getenv("BENCH_CCM_CMD"))
