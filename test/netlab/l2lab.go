@@ -23,18 +23,17 @@ import (
 //	node1 ──┼── switch (br0) ── client
 //	node2 ──┘
 //
-// Address plan, one subnet per family: 198.18.124.0/24 and
-// 2001:db8:124::/64. Nothing else in the repository uses them (the router
+// Address plan, one subnet per family: 198.18.125.0/24 and
+// 2001:db8:125::/64. Nothing else in the repository uses them (the router
 // lab has 198.18.10/24 and .20/24, the leaf-spine lab 198.18.24.0/21 and
 // .30/.31, the bench's fake nodes, pools and ClusterIPs 198.18.32.0/19,
 // .64.0/19, .96.0/22, .128.0/18 and .192.0/18, the tests' pools .100 to
-// .120 and .150 to .208, each with the same third group in 2001:db8::/32).
-// 198.18.180.0/24 was not taken: it lies inside the bench's LoadBalancer
-// pool 198.18.128.0/18.
+// .120 and .150 to .208, the bench's ToR scenario .124, each with the same
+// third group in 2001:db8::/32).
 //
-//	client:        198.18.124.2, 2001:db8:124::2   (L2ClientAddr)
-//	node i:        198.18.124.11+i, 2001:db8:124::11+i   (L2NodeAddr)
-//	for tests:     198.18.124.200+i, 2001:db8:124::200+i   (L2VIP; no one holds them)
+//	client:        198.18.125.2, 2001:db8:125::2   (L2ClientAddr)
+//	node i:        198.18.125.11+i, 2001:db8:125::11+i   (L2NodeAddr)
+//	for tests:     198.18.125.200+i, 2001:db8:125::200+i   (L2VIP; no one holds them)
 //
 // The switch has no address. IPv6 runs without link-local addresses (every
 // address stays in the lab ranges) and without DAD; the client keeps the
@@ -58,9 +57,9 @@ const l2ClientPort = "client" // the switch's port of the client
 // l2NodePort is the switch's port of node i.
 func l2NodePort(i int) string { return fmt.Sprintf("n%d", i) }
 
-// l2Net is the third group of the L2 segment's addresses (198.18.124.0/24,
-// 2001:db8:124::/64).
-const l2Net = 124
+// l2Net is the third group of the L2 segment's addresses (198.18.125.0/24,
+// 2001:db8:125::/64).
+const l2Net = 125
 
 // L2Options shape an L2 lab. The zero value gives 3 nodes.
 type L2Options struct {
@@ -211,8 +210,8 @@ func (l *L2Lab) attach(ns, port string, addrs ...netip.Addr) error {
 
 // --- addresses ---
 
-// L2Subnet is the segment's subnet of family f (198.18.124.0/24,
-// 2001:db8:124::/64).
+// L2Subnet is the segment's subnet of family f (198.18.125.0/24,
+// 2001:db8:125::/64).
 func L2Subnet(f Family) netip.Prefix {
 	if f == IPv6 {
 		return netip.PrefixFrom(segmentAddr(f, l2Net, 0), 64)
@@ -220,16 +219,16 @@ func L2Subnet(f Family) netip.Prefix {
 	return netip.PrefixFrom(segmentAddr(f, l2Net, 0), 24)
 }
 
-// L2NodeAddr is node i's address (i from 0: 198.18.124.11+i,
-// 2001:db8:124::11+i, written in decimal digits as the other labs').
+// L2NodeAddr is node i's address (i from 0: 198.18.125.11+i,
+// 2001:db8:125::11+i, written in decimal digits as the other labs').
 func L2NodeAddr(f Family, i int) netip.Addr { return segmentAddr(f, l2Net, 11+i) }
 
-// L2ClientAddr is the client's address (198.18.124.2, 2001:db8:124::2).
+// L2ClientAddr is the client's address (198.18.125.2, 2001:db8:125::2).
 func L2ClientAddr(f Family) netip.Addr { return segmentAddr(f, l2Net, 2) }
 
 // L2VIP is the i-th address (i from 0 to 54) of the segment that no node or
-// client holds, for the LoadBalancer addresses of tests: 198.18.124.200+i,
-// 2001:db8:124::200+i. It panics outside that range.
+// client holds, for the LoadBalancer addresses of tests: 198.18.125.200+i,
+// 2001:db8:125::200+i. It panics outside that range.
 func L2VIP(f Family, i int) netip.Addr {
 	if i < 0 || i >= l2MaxVIPs {
 		panic(fmt.Sprintf("netlab: L2 VIP index %d out of range 0..%d", i, l2MaxVIPs-1))

@@ -106,20 +106,20 @@ func TestL2Addresses(t *testing.T) {
 			}
 		}
 	}
-	if got := L2NodeAddr(IPv6, 0).String(); got != "2001:db8:124::11" {
+	if got := L2NodeAddr(IPv6, 0).String(); got != "2001:db8:125::11" {
 		t.Errorf("node 0 IPv6 = %s", got)
 	}
-	if got := L2VIP(IPv4, 1).String(); got != "198.18.124.201" {
+	if got := L2VIP(IPv4, 1).String(); got != "198.18.125.201" {
 		t.Errorf("VIP 1 IPv4 = %s", got)
 	}
 }
 
 func TestParseNeighbor(t *testing.T) {
-	mac, state, ok, err := parseNeighbor(`[{"dst":"198.18.124.11","dev":"eth0","lladdr":"02:00:00:00:00:11","state":["REACHABLE"]}]`)
+	mac, state, ok, err := parseNeighbor(`[{"dst":"198.18.125.11","dev":"eth0","lladdr":"02:00:00:00:00:11","state":["REACHABLE"]}]`)
 	if err != nil || !ok || mac.String() != "02:00:00:00:00:11" || state != "REACHABLE" {
 		t.Errorf("reachable = %v %q %v %v", mac, state, ok, err)
 	}
-	mac, state, ok, err = parseNeighbor(`[{"dst":"198.18.124.99","dev":"eth0","state":["FAILED"]}]`)
+	mac, state, ok, err = parseNeighbor(`[{"dst":"198.18.125.99","dev":"eth0","state":["FAILED"]}]`)
 	if err != nil || !ok || mac != nil || state != "FAILED" {
 		t.Errorf("failed = %v %q %v %v", mac, state, ok, err)
 	}

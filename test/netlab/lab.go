@@ -331,7 +331,7 @@ func (l *Lab) Close() error {
 func (l *Lab) isClosed() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.closed
+	return l.cl.closed
 }
 
 // addCloser registers fn to run first in Close.
