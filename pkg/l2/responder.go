@@ -1,0 +1,271 @@
+package l2
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// ErrClosed is returned by SetAddresses once Run has ended.
+var ErrClosed = errors.New("l2 responder closed")
+
+// Gratuitous packets are repeated, as other speakers do, since one can be
+// lost and then a cache keeps the old node's MAC until its entry ages out:
+// gratuitousCount packets gratuitousInterval apart, over about 2 s.
+const (
+	gratuitousCount    = 3
+	gratuitousInterval = time.Second
+)
+
+// Options configure a Responder.
+type Options struct {
+	// Interfaces names the interfaces to answer on, for every address.
+	// Empty: for each address, the up, non-loopback Ethernet interfaces
+	// that hold an address whose prefix contains it.
+	Interfaces []string
+}
+
+// Responder is the node's L2 speaker: it answers ARP requests and Neighbor
+// Solicitations for the addresses given to SetAddresses, with the MAC of the
+// interface they arrive on.
+//
+// Its sockets are opened by SetAddresses in the network namespace of the
+// calling thread, and interfaces are looked up there too; they stay in that
+// namespace whichever goroutine uses them later.
+type Responder struct {
+	opts Options
+	// list reads the interfaces; a field so that a test can give its own.
+	list func() ([]iface, error)
+
+	mu      sync.RWMutex
+	links   map[int]*link               // by interface index
+	answers map[netip.Addr]map[int]bool // address -> interface indexes
+	closed  bool
+	running bool
+
+	done  chan struct{} // closed when Run ends: stops the repeats
+	wg    sync.WaitGroup
+	stats stats
+}
+
+// New returns a Responder that answers for no address yet.
+func New(opts Options) *Responder {
+	return &Responder{
+		opts:    Options{Interfaces: slices.Clone(opts.Interfaces)},
+		list:    listInterfaces,
+		links:   map[int]*link{},
+		answers: map[netip.Addr]map[int]bool{},
+		done:    make(chan struct{}),
+	}
+}
+
+// Announced is one address answered for, and where.
+type Announced struct {
+	Addr       netip.Addr
+	Interfaces []string
+}
+
+// Addresses returns the addresses answered for now, in order, with the
+// interfaces they are answered on. An address that SetAddresses failed is
+// not among them.
+func (r *Responder) Addresses() []Announced {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]Announced, 0, len(r.answers))
+	for addr, idxs := range r.answers {
+		a := Announced{Addr: addr}
+		for idx := range idxs {
+			a.Interfaces = append(a.Interfaces, r.links[idx].ifc.Name)
+		}
+		slices.Sort(a.Interfaces)
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b Announced) int { return a.Addr.Compare(b.Addr) })
+	return out
+}
+
+// SetAddresses makes the set of addresses answered for exactly addrs.
+// Addresses no longer in it stop being answered before it returns. Each new
+// one is announced (gratuitous ARP, unsolicited Neighbor Advertisement) on
+// each of its interfaces before it returns, and again twice over the next
+// 2 s.
+//
+// An address that cannot be answered (no interface for it, wrapping
+// ErrNoInterface; a missing named interface, wrapping ErrInterfaceNotFound;
+// a socket that would not open; not a unicast address) makes the returned
+// error, which names it, but the others are answered all the same. An
+// address that was answered and still is keeps being answered even if the
+// interfaces cannot be read this time.
+func (r *Responder) SetAddresses(ctx context.Context, addrs []netip.Addr) error {
+	log := klog.FromContext(ctx)
+	want, errs := normalize(addrs)
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+
+	ifaces, listErr := r.list()
+	desired := map[netip.Addr][]iface{}
+	if listErr != nil {
+		errs = append(errs, fmt.Errorf("l2: addresses kept as they were: %w", listErr))
+	}
+	for _, addr := range want {
+		if listErr != nil {
+			continue
+		}
+		sel, err := selectInterfaces(addr, ifaces, r.opts.Interfaces)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("l2: %w", err))
+		}
+		desired[addr] = sel
+	}
+
+	// Removals first, so that an address stops being answered whatever
+	// becomes of the additions.
+	for addr, idxs := range r.answers {
+		if listErr != nil && slices.Contains(want, addr) {
+			continue
+		}
+		for idx := range idxs {
+			if slices.ContainsFunc(desired[addr], func(ifc iface) bool { return ifc.Index == idx }) {
+				continue
+			}
+			if err := r.removeLocked(addr, idx); err != nil {
+				log.Error(err, "Stopping answering for an address", "address", addr, "interface", r.linkName(idx))
+			}
+			log.V(2).Info("Stopped answering", "address", addr, "interface", r.linkName(idx))
+			delete(idxs, idx)
+			r.dropLinkIfEmpty(idx)
+		}
+		if len(idxs) == 0 {
+			delete(r.answers, addr)
+		}
+	}
+
+	for _, addr := range want {
+		for _, ifc := range desired[addr] {
+			if r.answers[addr][ifc.Index] {
+				continue
+			}
+			if err := r.addLocked(ctx, addr, ifc); err != nil {
+				errs = append(errs, fmt.Errorf("l2: %s on %s: %w", addr, ifc.Name, err))
+				continue
+			}
+			log.V(2).Info("Answering", "address", addr, "interface", ifc.Name)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// normalize returns addrs unmapped, deduplicated and sorted, and an error
+// for each one that no host can ask for on a segment.
+func normalize(addrs []netip.Addr) ([]netip.Addr, []error) {
+	var out []netip.Addr
+	var errs []error
+	for _, a := range addrs {
+		a = a.Unmap().WithZone("")
+		if !a.IsValid() || a.IsUnspecified() || a.IsMulticast() || a.IsLoopback() || a.IsLinkLocalUnicast() {
+			errs = append(errs, fmt.Errorf("l2: %v: not an address to answer for", a))
+			continue
+		}
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
+	return slices.Compact(out), errs
+}
+
+// addLocked answers for addr on ifc and announces it there at once.
+func (r *Responder) addLocked(ctx context.Context, addr netip.Addr, ifc iface) error {
+	l := r.links[ifc.Index]
+	if l == nil {
+		l = newLink(ifc)
+		r.links[ifc.Index] = l
+	}
+	openedARP, openedNDP, err := l.add(addr)
+	if err != nil {
+		r.dropLinkIfEmpty(ifc.Index)
+		return err
+	}
+	log := klog.FromContext(ctx).WithValues("interface", ifc.Name)
+	if openedARP != nil {
+		r.wg.Go(func() { r.serveARP(log, l, openedARP) })
+	}
+	if openedNDP != nil {
+		r.wg.Go(func() { r.serveNDP(log, l, openedNDP) })
+	}
+	if r.answers[addr] == nil {
+		r.answers[addr] = map[int]bool{}
+	}
+	r.answers[addr][ifc.Index] = true
+
+	// The first announcement goes out now, so that it has left when
+	// SetAddresses returns; a failed send is logged, not returned: the
+	// address is answered, and the repeats may get through.
+	r.announceLocked(log, l, addr)
+	r.wg.Go(func() { r.repeat(log, ifc.Index, addr) })
+	return nil
+}
+
+func (r *Responder) removeLocked(addr netip.Addr, idx int) error {
+	l := r.links[idx]
+	if l == nil {
+		return nil
+	}
+	return l.remove(addr)
+}
+
+func (r *Responder) dropLinkIfEmpty(idx int) {
+	if l := r.links[idx]; l != nil && l.empty() {
+		delete(r.links, idx)
+	}
+}
+
+func (r *Responder) linkName(idx int) string {
+	if l := r.links[idx]; l != nil {
+		return l.ifc.Name
+	}
+	return fmt.Sprint(idx)
+}
+
+// Run waits until ctx ends, then stops answering and closes every socket.
+// SetAddresses may be called before Run; after Run has returned it fails
+// with ErrClosed.
+func (r *Responder) Run(ctx context.Context) error {
+	r.mu.Lock()
+	if r.running || r.closed {
+		r.mu.Unlock()
+		return errors.New("l2: Run called twice")
+	}
+	r.running = true
+	r.mu.Unlock()
+
+	<-ctx.Done()
+	klog.FromContext(ctx).V(2).Info("Stopping the L2 responder")
+
+	r.mu.Lock()
+	r.closed = true
+	close(r.done)
+	var errs []error
+	for idx, l := range r.links {
+		errs = append(errs, l.close())
+		delete(r.links, idx)
+	}
+	clear(r.answers)
+	r.mu.Unlock()
+	r.wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("l2: %w", err)
+	}
+	return nil
+}
+
+// Stats returns the counts of packets sent since New.
+func (r *Responder) Stats() Stats { return r.stats.snapshot() }
