@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-multierror"
 	"github.com/hashicorp/memberlist"
 	"k8s.io/klog/v2"
 )
@@ -169,13 +170,17 @@ func (m *Members) Join(seeds []netip.AddrPort) error {
 	for i, s := range todo {
 		wg.Go(func() {
 			if _, err := m.ml.Join([]string{s}); err != nil {
-				errs[i] = fmt.Errorf("%s: %w", s, err)
+				// memberlist's list of one error, which names the seed.
+				if me := (*multierror.Error)(nil); errors.As(err, &me) && len(me.Errors) == 1 {
+					err = me.Errors[0]
+				}
+				errs[i] = err
 			}
 		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("member: joining %d seeds: %w", len(todo), err)
+		return fmt.Errorf("member: joining %d new seeds: %w", len(todo), err)
 	}
 	return nil
 }
