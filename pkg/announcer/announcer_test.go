@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/metal-ccm/metal-ccm/pkg/nodes"
+	"github.com/metal-ccm/metal-ccm/pkg/rendezvous"
 )
 
 // factoryInformers are a factory's informers of what the announcer watches,
@@ -208,40 +209,6 @@ func TestPodRoutes(t *testing.T) {
 	})
 }
 
-func TestNextHopsAreCappedStably(t *testing.T) {
-	var hops []netip.Addr
-	for i := range 300 {
-		hops = append(hops, netip.AddrFrom4([4]byte{198, 18, byte(10 + i/250), byte(i % 250)}))
-	}
-	capNextHops := func(p netip.Prefix, hops []netip.Addr) []netip.Addr { return capNextHops(p, hops, MaxNextHops) }
-	p := netip.MustParsePrefix("198.18.100.1/32")
-	got := capNextHops(p, hops)
-	if len(got) != MaxNextHops {
-		t.Fatalf("%d next hops, want %d", len(got), MaxNextHops)
-	}
-	// Stable, and one node more or less moves at most one path.
-	if again := capNextHops(p, slices.Clone(hops)); fmt.Sprint(again) != fmt.Sprint(got) {
-		t.Error("choice not stable")
-	}
-	fewer := capNextHops(p, hops[1:])
-	moved := 0
-	for _, h := range fewer {
-		if !slices.Contains(got, h) {
-			moved++
-		}
-	}
-	if moved > 1 {
-		t.Errorf("removing one node moved %d paths", moved)
-	}
-	other := capNextHops(netip.MustParsePrefix("198.18.100.2/32"), hops)
-	if fmt.Sprint(other) == fmt.Sprint(got) {
-		t.Error("every prefix chose the same nodes")
-	}
-	if small := capNextHops(p, hops[:3]); len(small) != 3 {
-		t.Errorf("a short list was cut: %v", small)
-	}
-}
-
 func TestMaxNextHopsOption(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -261,41 +228,8 @@ func TestMaxNextHopsOption(t *testing.T) {
 	all := []netip.Addr{netip.MustParseAddr("198.18.10.11"), netip.MustParseAddr("198.18.10.12"),
 		netip.MustParseAddr("198.18.10.13"), netip.MustParseAddr("198.18.10.14")}
 	for _, p := range []string{"198.18.100.1/32", "198.18.100.2/32"} {
-		want := fmt.Sprint(capNextHops(netip.MustParsePrefix(p), all, 2))
+		want := fmt.Sprint(rendezvous.Pick(netip.MustParsePrefix(p), all, 2))
 		eventually(t, p+" with two next hops", func() bool { return sp.get(p) == want })
-	}
-}
-
-// TestCappedNextHopsSpread checks that the nodes chosen for an address are
-// spread over the subnet, not a run of neighbours: with 64 of 1,000 nodes
-// chosen at random, about 6% of the chosen have their next address chosen
-// too.
-func TestCappedNextHopsSpread(t *testing.T) {
-	var hops []netip.Addr
-	for i := range 1000 {
-		hops = append(hops, netip.AddrFrom4([4]byte{198, 18, byte(64 + i/256), byte(i % 256)}))
-	}
-	neighbours, chosen := 0, 0
-	used := map[netip.Addr]bool{}
-	for i := range 200 {
-		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 18, byte(100 + i/250), byte(i % 250)}), 32)
-		got := capNextHops(p, hops, 64)
-		if len(got) != 64 || !slices.IsSortedFunc(got, netip.Addr.Compare) {
-			t.Fatalf("%s: %d next hops, sorted %v", p, len(got), slices.IsSortedFunc(got, netip.Addr.Compare))
-		}
-		for _, h := range got {
-			used[h] = true
-			if _, found := slices.BinarySearchFunc(got, h.Next(), netip.Addr.Compare); found {
-				neighbours++
-			}
-		}
-		chosen += len(got)
-	}
-	if share := float64(neighbours) / float64(chosen); share > 0.15 {
-		t.Errorf("%.0f%% of the chosen next hops have their neighbour chosen too: runs of nodes, not a spread", share*100)
-	}
-	if len(used) < 950 {
-		t.Errorf("200 addresses x 64 next hops used only %d of 1000 nodes", len(used))
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/metal-ccm/metal-ccm/pkg/rendezvous"
 )
 
 // serviceContribution computes the prefixes and next hops of a Service
@@ -42,7 +44,7 @@ func (a *Announcer) serviceContribution(key string) map[netip.Prefix][]netip.Add
 			hops = hops4
 		}
 		p := netip.PrefixFrom(ip, ip.BitLen())
-		out[p] = capNextHops(p, hops, a.opts.MaxNextHops)
+		out[p] = rendezvous.Pick(p, hops, a.opts.MaxNextHops)
 	}
 	return out
 }

@@ -1,0 +1,63 @@
+package member
+
+import (
+	"log"
+	"net/netip"
+	"strings"
+
+	"github.com/hashicorp/memberlist"
+	"k8s.io/klog/v2"
+)
+
+// metaDelegate gives memberlist this member's metadata; the membership
+// carries no messages or state of its own.
+type metaDelegate []byte
+
+func (d metaDelegate) NodeMeta(limit int) []byte {
+	if len(d) > limit { // Start checked it against MetaMaxSize; memberlist would panic
+		return nil
+	}
+	return d
+}
+func (metaDelegate) NotifyMsg([]byte)                  {}
+func (metaDelegate) GetBroadcasts(_, _ int) [][]byte   { return nil }
+func (metaDelegate) LocalState(bool) []byte            { return nil }
+func (metaDelegate) MergeRemoteState(_ []byte, _ bool) {}
+
+var _ memberlist.Delegate = metaDelegate(nil)
+
+// events turns memberlist's events into a coalescing notification. Memberlist
+// calls them with its state locked, so they only log and never block.
+type events struct{ m *Members }
+
+func (e events) NotifyJoin(n *memberlist.Node)   { e.notify("Member joined", n) }
+func (e events) NotifyLeave(n *memberlist.Node)  { e.notify("Member gone", n) } // dead or left
+func (e events) NotifyUpdate(n *memberlist.Node) { e.notify("Member updated", n) }
+
+func (e events) notify(what string, n *memberlist.Node) {
+	if l := e.m.logger.V(2); l.Enabled() {
+		md, err := decodeMeta(n.Meta)
+		addr, _ := netip.AddrFromSlice(n.Addr)
+		l.Info(what, "name", n.Name, "addr", netip.AddrPortFrom(addr.Unmap(), n.Port), "observer", md.role == roleObserver, "addresses", md.addresses, "metaErr", err)
+	}
+	select {
+	case e.m.changed <- struct{}{}:
+	default:
+	}
+}
+
+// newLogger routes memberlist's log (lines such as "[DEBUG] memberlist:
+// ...") into klog at V(4): its own warnings are mostly about single missed
+// probes, which the events above summarise.
+func newLogger(logger klog.Logger) *log.Logger {
+	return log.New(klogWriter{logger.WithName("memberlist").V(4)}, "", 0)
+}
+
+type klogWriter struct{ logger klog.Logger }
+
+func (w klogWriter) Write(p []byte) (int, error) {
+	if w.logger.Enabled() {
+		w.logger.Info(strings.TrimSpace(string(p)))
+	}
+	return len(p), nil
+}

@@ -1,0 +1,257 @@
+package member
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+	"github.com/hashicorp/memberlist"
+	"k8s.io/klog/v2"
+)
+
+// DefaultPort is the membership's TCP and UDP port on each node.
+const DefaultPort = 7946
+
+// label marks every packet and stream of this membership, so that another
+// memberlist cluster on the same port (MetalLB's speakers also default to
+// 7946) is never merged into it.
+const label = "metal-ccm/l2"
+
+// leaveTimeout bounds the goodbye broadcast when Start's context ends.
+const leaveTimeout = time.Second
+
+// Config is one member's part in the membership.
+type Config struct {
+	// Name is the member's name, its node's name: the names HasQuorum counts
+	// and Alive returns.
+	Name string
+	// Addresses are the node's InternalIPs, carried in the member's metadata
+	// so that the others know which node answers without asking the API
+	// server.
+	Addresses []netip.Addr
+	// Bind is where the membership listens (TCP and UDP) and what it tells
+	// the others to reach it at: the node's InternalIP and DefaultPort. Port
+	// 0 picks a free port (tests).
+	Bind netip.AddrPort
+	// SecretKey, when set, encrypts all gossip with AES (16, 24 or 32
+	// bytes); a member with another key cannot join.
+	SecretKey []byte
+	// Observer joins and watches but is never counted nor chosen (the CCM).
+	Observer bool
+	// Timing is how fast members are declared dead; zero fields take
+	// DefaultTiming's.
+	Timing Timing
+}
+
+// Member is an agent alive in the membership.
+type Member struct {
+	Name      string
+	Addresses []netip.Addr
+}
+
+// Members is this node's view of the membership.
+type Members struct {
+	ml      *memberlist.Memberlist
+	logger  klog.Logger
+	self    netip.AddrPort
+	changed chan struct{}
+
+	mu   sync.Mutex // orders Leave and Shutdown: memberlist panics on Leave after Shutdown
+	down bool
+	done chan struct{}
+}
+
+// Start joins no one yet (see Join) but listens, and runs until ctx ends,
+// when it says goodbye (so the others drop it at once instead of after the
+// suspicion timeout) and shuts down.
+func Start(ctx context.Context, cfg Config) (*Members, error) {
+	if cfg.Name == "" {
+		return nil, errors.New("member: no name")
+	}
+	if !cfg.Bind.IsValid() {
+		return nil, fmt.Errorf("member %s: no address to bind", cfg.Name)
+	}
+	r := roleAgent
+	if cfg.Observer {
+		r = roleObserver
+	}
+	md, err := meta{role: r, addresses: cfg.Addresses}.encode()
+	if err != nil {
+		return nil, fmt.Errorf("member %s: metadata: %w", cfg.Name, err)
+	}
+	if cfg.SecretKey != nil {
+		if err := memberlist.ValidateKey(cfg.SecretKey); err != nil {
+			return nil, fmt.Errorf("member %s: secret key: %w", cfg.Name, err)
+		}
+	}
+	m := &Members{
+		logger:  klog.FromContext(ctx).WithName("member"),
+		changed: make(chan struct{}, 1),
+		done:    make(chan struct{}),
+	}
+
+	c := memberlist.DefaultLANConfig()
+	c.Name = cfg.Name
+	c.BindAddr = cfg.Bind.Addr().String()
+	c.BindPort = int(cfg.Bind.Port())
+	c.AdvertiseAddr = c.BindAddr
+	c.AdvertisePort = c.BindPort
+	c.Label = label
+	c.SecretKey = cfg.SecretKey
+	cfg.Timing.apply(c)
+	// A node re-addressed under the same name takes its old entry over as
+	// soon as that is dead, instead of being refused as a conflict until
+	// memberlist forgets the old one.
+	c.DeadNodeReclaimTime = time.Second
+	c.Delegate = metaDelegate(md)
+	c.Events = events{m}
+	c.Logger = newLogger(m.logger)
+
+	ml, err := memberlist.Create(c)
+	if err != nil {
+		return nil, fmt.Errorf("member %s: %w", cfg.Name, err)
+	}
+	m.ml = ml
+	// With port 0, memberlist has put the port it got into c.
+	m.self = netip.AddrPortFrom(cfg.Bind.Addr(), uint16(c.BindPort)) //nolint:gosec // a port memberlist bound
+	m.logger.V(2).Info("Membership started", "name", cfg.Name, "bind", m.self, "observer", cfg.Observer, "encrypted", cfg.SecretKey != nil)
+	go func() {
+		select {
+		case <-ctx.Done():
+			if err := m.Leave(leaveTimeout); err != nil {
+				m.logger.V(2).Info("Leaving the membership", "err", err)
+			}
+			m.Shutdown()
+		case <-m.done:
+		}
+	}()
+	return m, nil
+}
+
+// LocalAddr is where this member listens.
+func (m *Members) LocalAddr() netip.AddrPort { return m.self }
+
+// Join contacts the seeds (the other nodes' InternalIP:port) that this
+// member does not know alive, which merges the memberships. Call it
+// whenever the node list changes: known members are skipped, so a call that
+// brings nothing new costs nothing, and one member reached is enough since
+// gossip does the rest. Seeds that cannot be reached (a node without a
+// running agent, or powered off) are tried at once in parallel; the error
+// names them and is worth a log line, not a retry loop: when such an agent
+// comes up it joins this one.
+func (m *Members) Join(seeds []netip.AddrPort) error {
+	known := map[netip.AddrPort]bool{m.self: true}
+	for _, n := range m.ml.Members() {
+		if a, ok := netip.AddrFromSlice(n.Addr); ok {
+			known[netip.AddrPortFrom(a.Unmap(), n.Port)] = true
+		}
+	}
+	var todo []string
+	for _, s := range seeds {
+		s = netip.AddrPortFrom(s.Addr().Unmap(), s.Port())
+		if !known[s] {
+			known[s] = true
+			todo = append(todo, s.String())
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	// One seed per call: memberlist tries a list one after the other, and
+	// each seed that does not answer would cost a TCP timeout.
+	errs := make([]error, len(todo))
+	var wg sync.WaitGroup
+	for i, s := range todo {
+		wg.Go(func() {
+			if _, err := m.ml.Join([]string{s}); err != nil {
+				// memberlist's list of one error, which names the seed.
+				if me := (*multierror.Error)(nil); errors.As(err, &me) && len(me.Errors) == 1 {
+					err = me.Errors[0]
+				}
+				errs[i] = err
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("member: joining %d new seeds: %w", len(todo), err)
+	}
+	return nil
+}
+
+// Alive is the agents in the membership (observers left out), this one
+// included, sorted by name.
+//
+// A suspect member is still alive here: it is gone only once memberlist
+// declares it dead. Dropping suspects would fail addresses over sooner, but
+// on every missed probe of a busy node too, which moves addresses back and
+// forth and, with members seeing different suspects, can make two agents
+// answer for one address; the suspicion timeout is what gives a member
+// that is alive the time to refute, so it is counted until then.
+func (m *Members) Alive() []Member {
+	var out []Member
+	for _, n := range m.ml.Members() { // alive and suspect, not dead nor left
+		md, err := decodeMeta(n.Meta)
+		if err != nil {
+			// Not counted: a member this one cannot read is safer left out
+			// of a majority than guessed into one.
+			m.logger.V(4).Info("Member with unreadable metadata", "name", n.Name, "err", err)
+			continue
+		}
+		if md.role != roleAgent {
+			continue
+		}
+		out = append(out, Member{Name: n.Name, Addresses: md.addresses})
+	}
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Names is the names of the members, in their order.
+func Names(members []Member) []string {
+	out := make([]string, len(members))
+	for i, mb := range members {
+		out[i] = mb.Name
+	}
+	return out
+}
+
+// Changed receives after members join, leave, die or change their metadata;
+// notifications coalesce, so read Alive after each.
+func (m *Members) Changed() <-chan struct{} { return m.changed }
+
+// Leave tells the others this member is going, so that they drop it at once,
+// waiting at most timeout for the message to go out. It keeps listening
+// until Shutdown.
+func (m *Members) Leave(timeout time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down {
+		return errors.New("member: leave after shutdown")
+	}
+	if err := m.ml.Leave(timeout); err != nil {
+		return fmt.Errorf("member: leave: %w", err)
+	}
+	return nil
+}
+
+// Shutdown stops this member without a goodbye: to the others it is as if
+// it crashed. Safe to call more than once.
+func (m *Members) Shutdown() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down {
+		return
+	}
+	m.down = true
+	close(m.done)
+	if err := m.ml.Shutdown(); err != nil {
+		m.logger.V(2).Info("Shutting the membership down", "err", err)
+	}
+}

@@ -1,0 +1,72 @@
+package member
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// The node metadata every member gossips (memberlist caps it at 512 bytes):
+//
+//	version (1) | role (1) | address count (1) | count × (length 4 or 16, address)
+//
+// A later version only appends fields, so a reader takes the fields it
+// knows from any version at least its own: agents of two releases can run
+// side by side during a rolling update.
+const metaVersion = 1
+
+// role is what a member is in the election.
+type role byte
+
+const (
+	roleAgent    role = 0 // counted and chosen
+	roleObserver role = 1 // joins and watches only (the CCM)
+)
+
+type meta struct {
+	role      role
+	addresses []netip.Addr
+}
+
+var errMeta = errors.New("malformed member metadata")
+
+func (m meta) encode() ([]byte, error) {
+	if len(m.addresses) > 255 {
+		return nil, fmt.Errorf("%d addresses: at most 255", len(m.addresses))
+	}
+	b := []byte{metaVersion, byte(m.role), byte(len(m.addresses))} //nolint:gosec // at most 255, checked above
+	for i, a := range m.addresses {
+		if !a.IsValid() {
+			return nil, fmt.Errorf("address %d of %d is not valid", i+1, len(m.addresses))
+		}
+		s := a.Unmap().AsSlice()    // 4 or 16 bytes: the length tells the family; a zone has no meaning off this node
+		b = append(b, byte(len(s))) //nolint:gosec // 4 or 16
+		b = append(b, s...)
+	}
+	if len(b) > memberlist.MetaMaxSize {
+		return nil, fmt.Errorf("%d addresses take %d bytes of metadata, more than memberlist's %d", len(m.addresses), len(b), memberlist.MetaMaxSize)
+	}
+	return b, nil
+}
+
+func decodeMeta(b []byte) (meta, error) {
+	if len(b) < 3 {
+		return meta{}, fmt.Errorf("%w: %d bytes", errMeta, len(b))
+	}
+	if b[0] < 1 {
+		return meta{}, fmt.Errorf("%w: version %d", errMeta, b[0])
+	}
+	m := meta{role: role(b[1])}
+	n, rest := int(b[2]), b[3:]
+	for range n {
+		if len(rest) < 1 || (rest[0] != 4 && rest[0] != 16) || len(rest) < 1+int(rest[0]) {
+			return meta{}, fmt.Errorf("%w: address %d of %d", errMeta, len(m.addresses)+1, n)
+		}
+		a, _ := netip.AddrFromSlice(rest[1 : 1+rest[0]])
+		m.addresses = append(m.addresses, a)
+		rest = rest[1+rest[0]:]
+	}
+	return m, nil
+}

@@ -1,0 +1,53 @@
+package member
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"testing"
+)
+
+func TestMetaRoundTrip(t *testing.T) {
+	for _, m := range []meta{
+		{role: roleAgent},
+		{role: roleObserver, addresses: []netip.Addr{netip.MustParseAddr("198.18.0.10")}},
+		{role: roleAgent, addresses: []netip.Addr{netip.MustParseAddr("198.18.0.11"), netip.MustParseAddr("2001:db8::11")}},
+	} {
+		b, err := m.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeMeta(b)
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(m) {
+			t.Errorf("%v: decoded %v, %v", m, got, err)
+		}
+		// A later version appends fields; this one reads what it knows.
+		b[0] = metaVersion + 1
+		if got, err := decodeMeta(append(b, 7, 7, 7)); err != nil || fmt.Sprint(got) != fmt.Sprint(m) {
+			t.Errorf("%v in a later version: decoded %v, %v", m, got, err)
+		}
+	}
+	// An IPv4-mapped address is carried as IPv4.
+	b, _ := meta{addresses: []netip.Addr{netip.MustParseAddr("::ffff:198.18.0.12")}}.encode()
+	if got, _ := decodeMeta(b); got.addresses[0] != netip.MustParseAddr("198.18.0.12") {
+		t.Errorf("mapped address decoded as %v", got.addresses)
+	}
+}
+
+func TestMetaLimits(t *testing.T) {
+	var many []netip.Addr
+	for i := range 40 {
+		many = append(many, netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 15: byte(i)}))
+	}
+	if _, err := (meta{addresses: many}).encode(); err == nil {
+		t.Error("40 IPv6 addresses fit in 512 bytes")
+	}
+	if _, err := (meta{addresses: []netip.Addr{{}}}).encode(); err == nil {
+		t.Error("an invalid address encoded")
+	}
+	for _, b := range [][]byte{nil, {1, 0}, {0, 0, 0}, {1, 0, 1}, {1, 0, 1, 5, 1, 2, 3, 4, 5}, {1, 0, 1, 4, 198, 18}, {1, 0, 2, 4, 198, 18, 0, 1}} {
+		if m, err := decodeMeta(b); !errors.Is(err, errMeta) {
+			t.Errorf("%v decoded as %v, %v", b, m, err)
+		}
+	}
+}

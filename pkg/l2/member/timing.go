@@ -1,0 +1,108 @@
+package member
+
+import (
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Timing is how fast the membership probes its members and declares them
+// dead. A zero field takes DefaultTiming's.
+//
+// A member that dies is noticed when some other member probes it and gets
+// no answer (direct, indirect through others, nor over TCP) within the
+// probe interval; that member suspects it and gossips the suspicion; the
+// suspect is declared dead when the suspicion timeout runs out without a
+// refutation from it. So detection ≈ (up to) one probe interval + the
+// suspicion timeout, where memberlist's suspicion timeout is
+//
+//	SuspicionMult × max(1, log10(n)) × ProbeInterval
+//
+// for n members, when enough other members confirm the suspicion on their
+// own (Lifeguard; SuspicionMult−2 confirmations, none in clusters of three or
+// fewer). Without them the timeout starts at SuspicionMaxTimeoutMult times
+// that and shrinks as confirmations arrive. Lifeguard's awareness also
+// stretches a member's own probe interval and timeout, up to 8 times, while
+// it misses acks itself (a starved CPU), so that a busy member slows its own
+// verdicts instead of declaring healthy members dead.
+type Timing struct {
+	// ProbeInterval is how often each member probes one other member.
+	ProbeInterval time.Duration
+	// ProbeTimeout is how long a direct probe waits for its ack before
+	// asking others to probe indirectly.
+	ProbeTimeout time.Duration
+	// GossipInterval is how often suspicions, deaths and refutations are
+	// sent to a few members besides riding on probes.
+	GossipInterval time.Duration
+	// SuspicionMult scales the suspicion timeout (above).
+	SuspicionMult int
+	// SuspicionMaxTimeoutMult bounds the suspicion timeout when no other
+	// member confirms a suspicion.
+	SuspicionMaxTimeoutMult int
+	// PushPullInterval is how often a member exchanges its whole state with
+	// another over TCP, which heals a partition that gossip alone would not.
+	PushPullInterval time.Duration
+	// TCPTimeout bounds a join's or push/pull's TCP exchange, and so how
+	// long joining a powered-off node's address blocks.
+	TCPTimeout time.Duration
+}
+
+// DefaultTiming is tuned for failing an L2 address over within about 2 s of
+// its node's agent dying: detection of about 1-1.5 s, the rest for the new
+// owner to announce.
+//
+//   - ProbeInterval 200ms: in a cluster of n members each member probes each
+//     other one every n intervals, and all of them together probe a given
+//     member about once an interval, so a death is first suspected within
+//     about 200-400ms. Five UDP probes a second per member are nothing for
+//     a LAN (memberlist's default is 1s, tuned for detection in seconds).
+//   - ProbeTimeout 100ms: a LAN's round trip is well under 1ms; 100ms leaves
+//     room for a busy node's scheduler and GC before a probe goes indirect,
+//     and indirect probes and the TCP fallback still have the rest of the
+//     interval before the target is suspected.
+//   - SuspicionMult 4: a suspicion timeout of 800ms up to 10 members (1.6s
+//     at 100): the time a wrongly suspected member, say one paused by a
+//     starved CPU, has to hear of it and refute. Detection ≈ 0.2-0.4s + 0.8s
+//     ≈ 1-1.2s at the sizes L2 mode is used at.
+//   - SuspicionMaxTimeoutMult 3: without confirmations a suspicion lasts up
+//     to 2.4s (memberlist's 6 would be 4.8s, past the failover target);
+//     a member that is itself cut off or starved still gets no
+//     confirmations and waits the longest.
+//   - GossipInterval 100ms: suspicions reach the other members, and a
+//     suspect's refutation reaches them, well inside the suspicion timeout.
+//   - PushPullInterval 10s: a full state exchange with one member, cheap
+//     at these sizes (memberlist stretches it above 32 members); a healed
+//     partition merges within seconds without waiting for a join.
+//   - TCPTimeout 2s: joins and push/pulls on a LAN finish in milliseconds; a
+//     powered-off seed should not hold up a join for memberlist's 10s.
+func DefaultTiming() Timing {
+	return Timing{
+		ProbeInterval:           200 * time.Millisecond,
+		ProbeTimeout:            100 * time.Millisecond,
+		GossipInterval:          100 * time.Millisecond,
+		SuspicionMult:           4,
+		SuspicionMaxTimeoutMult: 3,
+		PushPullInterval:        10 * time.Second,
+		TCPTimeout:              2 * time.Second,
+	}
+}
+
+// apply sets t's fields, or the default's where t's are zero, on c.
+func (t Timing) apply(c *memberlist.Config) {
+	d := DefaultTiming()
+	c.ProbeInterval = or(t.ProbeInterval, d.ProbeInterval)
+	c.ProbeTimeout = or(t.ProbeTimeout, d.ProbeTimeout)
+	c.GossipInterval = or(t.GossipInterval, d.GossipInterval)
+	c.SuspicionMult = or(t.SuspicionMult, d.SuspicionMult)
+	c.SuspicionMaxTimeoutMult = or(t.SuspicionMaxTimeoutMult, d.SuspicionMaxTimeoutMult)
+	c.PushPullInterval = or(t.PushPullInterval, d.PushPullInterval)
+	c.TCPTimeout = or(t.TCPTimeout, d.TCPTimeout)
+}
+
+func or[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
