@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,9 +21,10 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/lbrule"
 )
 
-// ErrNotNodes is returned by Run when the config has the replicas announce
-// (bgp.announceFrom Replicas) or no peers: the agent has nothing to do.
-var ErrNotNodes = errors.New("bgp.announceFrom is not Nodes, or there are no bgp.peers: nothing to announce from this node")
+// ErrNotNodes is returned by Run when the agent has nothing to do: the
+// replicas announce over BGP (bgp.announceFrom Replicas, or no peers) and no
+// pool is announced with L2.
+var ErrNotNodes = errors.New("bgp.announceFrom is not Nodes (or there are no bgp.peers) and no pool is announced with L2: nothing to announce from this node")
 
 // nodeWait bounds how long the agent waits for its Node to have an IPv4
 // InternalIP (a new node registers after its agent's pod may start).
@@ -35,18 +37,24 @@ type Agent struct {
 	NodeName string
 
 	speaker *bgp.Speaker
-	ann     atomic.Pointer[announcer.Announcer] // set once Run has built it
-	idle    atomic.Bool                         // Run found nothing to announce
+	ann     atomic.Pointer[announcer.Announcer] // BGP; set once Run has built it
+	l2ann   atomic.Pointer[announcer.Announcer] // L2; set once Run has built it
+	l2      atomic.Pointer[l2]
+	idle    atomic.Bool // Run found nothing to announce
 }
 
-// Run announces until ctx ends. The BGP sessions are left to close with the
-// process, without a NOTIFICATION: routers with graceful restart keep the
-// node's paths through a restart of its agent (a rolling update), and drop
-// them after the restart time otherwise.
+// Run announces until ctx ends: over BGP with announceFrom Nodes, and with
+// L2 for the pools announced so. The BGP sessions are left to close with
+// the process, without a NOTIFICATION: routers with graceful restart keep
+// the node's paths through a restart of its agent (a rolling update), and
+// drop them after the restart time otherwise.
 func (a *Agent) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("node", a.NodeName)
+	ctx = klog.NewContext(ctx, logger)
 	cfg := a.Config
-	if cfg.BGP.AnnounceFrom != config.AnnounceFromNodes || len(cfg.BGP.Peers) == 0 {
+	bgpOn := cfg.BGP.AnnounceFrom == config.AnnounceFromNodes && len(cfg.BGP.Peers) > 0
+	l2On := cfg.LoadBalancer.HasProtocol(config.ProtocolL2)
+	if !bgpOn && !l2On {
 		a.idle.Store(true)
 		return ErrNotNodes
 	}
@@ -54,16 +62,47 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	inf := a.Client.informers()
+	var runs []func(context.Context)
+	if bgpOn {
+		ann, err := a.startBGP(ctx, node, inf)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, ann.Run)
+	}
+	if l2On {
+		run, err := a.startL2(ctx, node, inf)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, run)
+	}
+	stopped := runInformers(ctx, inf)
+	var wg sync.WaitGroup
+	for _, run := range runs {
+		wg.Go(func() { run(ctx) })
+	}
+	wg.Wait()
+	stopped.Wait()
+	return nil
+}
+
+// startBGP starts the node's BGP speaker and the announcer of the addresses
+// its node carries (pools announced with BGP), with itself as next hop.
+func (a *Agent) startBGP(ctx context.Context, node *v1.Node, inf announcer.Informers) (*announcer.Announcer, error) {
+	logger := klog.FromContext(ctx)
+	cfg := a.Config
 	bcfg, err := speakerConfig(cfg, node)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(bcfg.Peers) == 0 {
 		logger.Info("No BGP peer selects this node (bgp.peers[].nodeSelector): nothing is announced from it")
 	}
 	a.speaker, err = bgp.New(bcfg)
 	if err != nil {
-		return fmt.Errorf("BGP speaker: %w", err)
+		return nil, fmt.Errorf("BGP speaker: %w", err)
 	}
 	go func() {
 		if err := a.speaker.Start(klog.NewContext(context.WithoutCancel(ctx), logger.WithName("bgp"))); err != nil {
@@ -74,17 +113,17 @@ func (a *Agent) Run(ctx context.Context) error {
 	if hc, on := healthcheck.FromConfig(cfg.HealthChecks); on {
 		opts.HealthChecks = &announcer.HealthChecks{Options: hc, ProxyPort: cfg.HealthChecks.Port}
 	}
-	inf := a.Client.informers()
-	lb := cfg.LoadBalancer
-	bgpOnly := announcer.Only(a.speaker, func(p netip.Prefix) bool { return lb.Announces(p.Addr(), config.ProtocolBGP) })
-	ann := announcer.New(inf, bgpOnly, lbrule.WantsLoadBalancer, opts)
+	ann := announcer.New(inf, announcer.Only(a.speaker, announces(cfg, config.ProtocolBGP)), lbrule.WantsLoadBalancer, opts)
 	a.ann.Store(ann)
-	stopped := runInformers(ctx, inf)
-	logger.Info("Announcing this node's LoadBalancer addresses", "asn", bcfg.ASN, "routerID", bcfg.RouterID, "peers", len(bcfg.Peers),
+	logger.Info("Announcing this node's LoadBalancer addresses over BGP", "asn", bcfg.ASN, "routerID", bcfg.RouterID, "peers", len(bcfg.Peers),
 		"podRoutes", cfg.Routes.Enabled)
-	ann.Run(klog.NewContext(ctx, logger))
-	stopped.Wait()
-	return nil
+	return ann, nil
+}
+
+// announces says which prefixes go to proto: as the address's pool says.
+func announces(cfg *config.CloudConfig, proto config.Protocol) func(netip.Prefix) bool {
+	lb := cfg.LoadBalancer
+	return func(p netip.Prefix) bool { return lb.Announces(p.Addr(), proto) }
 }
 
 // waitNode waits until the agent's Node exists with an IPv4 InternalIP.

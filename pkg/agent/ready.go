@@ -3,6 +3,8 @@ package agent
 import (
 	"errors"
 	"fmt"
+
+	"github.com/metal-ccm/metal-ccm/pkg/config"
 )
 
 // Errors of Ready.
@@ -25,8 +27,18 @@ func (a *Agent) Ready() error {
 	if a.idle.Load() {
 		return nil
 	}
+	if l2 := a.l2.Load(); a.Config.LoadBalancer.HasProtocol(config.ProtocolL2) && (l2 == nil || !l2.synced.Load()) {
+		return ErrStarting
+	}
 	ann := a.ann.Load()
-	if ann == nil || !ann.Synced() {
+	if ann == nil {
+		// No BGP from this node: L2 alone, and no pod routes to wait for.
+		if a.Config.BGP.AnnounceFrom != config.AnnounceFromNodes || len(a.Config.BGP.Peers) == 0 {
+			return nil
+		}
+		return ErrStarting
+	}
+	if !ann.Synced() {
 		return ErrStarting
 	}
 	if !a.Config.Routes.Enabled {

@@ -116,9 +116,13 @@ func New(inf Informers, backend Backend, serves Filter, opts Options) *Announcer
 		a.health.failClosed = opts.OnlyNode != ""
 	}
 	svcInf, nodeInf, sliceInf := inf.Services, inf.Nodes, inf.EndpointSlices
-	if err := sliceInf.AddIndexers(cache.Indexers{byService: serviceOfSlice}); err != nil {
-		// Only if the informer was started before New, which New forbids.
-		klog.Background().Error(err, "EndpointSlices not indexed: Local Services will not be announced")
+	// Two announcers may share the informers (a node agent's BGP and L2
+	// announcers): the index is added once.
+	if _, ok := sliceInf.GetIndexer().GetIndexers()[byService]; !ok {
+		if err := sliceInf.AddIndexers(cache.Indexers{byService: serviceOfSlice}); err != nil {
+			// Only if the informer was started before New, which New forbids.
+			klog.Background().Error(err, "EndpointSlices not indexed: Local Services will not be announced")
+		}
 	}
 	a.slices = sliceInf.GetIndexer()
 	svcHandler := cache.ResourceEventHandlerFuncs{

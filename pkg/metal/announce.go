@@ -17,7 +17,10 @@ import (
 // backends the config asks for (BGP with peers) and the announcer, which
 // announces what the Services' status shows; with announceFrom Nodes and
 // routes.enabled, the watch on the node agents' pods that tells which pod
-// routes they announce. Without a backend it announces nothing. It returns once they are started. The announcer stops with ctx;
+// routes they announce; with L2 pools, the observer of the node agents'
+// membership that tells which node answers for each L2 address. Without a
+// backend it announces nothing. It returns once they are started. The
+// announcer stops with ctx;
 // the backends do not (BGP sessions must outlive ctx when routers should
 // keep the routes): StopInEveryReplica decides what they do.
 func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) error {
@@ -26,35 +29,48 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) 
 		c.agentRoutes.Store(newAgentRoutes(ctx, cs, agentNamespace(), cfg.Routes.NextHopAddressType))
 	}
 	built, err := buildBackends(cfg)
-	if err != nil || len(built) == 0 {
+	if err != nil {
 		return err
 	}
-	bs := backends(built)
-	for _, b := range bs {
-		if err := b.Run(ctx); err != nil {
-			return fmt.Errorf("start %s backend: %w", b.Name(), err)
-		}
+	l2 := cfg.LoadBalancer.HasProtocol(config.ProtocolL2)
+	if len(built) == 0 && !l2 {
+		return nil
 	}
-	c.backends.Store(&bs)
-	// The announcer only reads: its caches need no managedFields (about 30% of
-	// a decoded Service or Node).
+	// The announcers only read: their caches need no managedFields (about
+	// 30% of a decoded Service or Node).
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(dropManagedFields))
 	inf := announcer.Informers{
 		Services:       factory.Core().V1().Services().Informer(),
 		Nodes:          factory.Core().V1().Nodes().Informer(),
 		EndpointSlices: factory.Discovery().V1().EndpointSlices().Informer(),
 	}
-	// The replicas announce over BGP only (L2 is the node agents'): the
-	// addresses of pools without BGP are not theirs to announce.
-	ann := announcer.New(inf, announcer.Only(bs, bgpAnnounces(cfg)), wantsLoadBalancer, announcer.Options{
-		PodRoutes:    cfg.Routes.Enabled,
-		PodNextHop:   cfg.Routes.NextHopAddressType,
-		MaxNextHops:  cfg.BGP.MaxPathsPerAddress,
-		HealthChecks: c.healthChecks(cfg.HealthChecks, newPodEvents(ctx, cs)),
-	})
-	c.announcer.Store(ann)
+	var runs []func(context.Context)
+	if len(built) > 0 {
+		bs := backends(built)
+		for _, b := range bs {
+			if err := b.Run(ctx); err != nil {
+				return fmt.Errorf("start %s backend: %w", b.Name(), err)
+			}
+		}
+		c.backends.Store(&bs)
+		// The replicas announce over BGP only (L2 is the node agents'): the
+		// addresses of pools without BGP are not theirs to announce.
+		ann := announcer.New(inf, announcer.Only(bs, bgpAnnounces(cfg)), wantsLoadBalancer, announcer.Options{
+			PodRoutes:    cfg.Routes.Enabled,
+			PodNextHop:   cfg.Routes.NextHopAddressType,
+			MaxNextHops:  cfg.BGP.MaxPathsPerAddress,
+			HealthChecks: c.healthChecks(cfg.HealthChecks, newPodEvents(ctx, cs)),
+		})
+		c.announcer.Store(ann)
+		runs = append(runs, ann.Run)
+	}
+	if l2 {
+		runs = append(runs, c.observeL2(cfg, inf, factory.Core().V1().Services().Lister(), factory.Core().V1().Nodes().Lister()))
+	}
 	factory.Start(ctx.Done())
-	go ann.Run(ctx)
+	for _, run := range runs {
+		go run(ctx)
+	}
 	return nil
 }
 

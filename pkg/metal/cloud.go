@@ -49,6 +49,8 @@ type Cloud struct {
 	// agentRoutes: with announceFrom Nodes and routes.enabled, the pod
 	// routes the node agents announce.
 	agentRoutes atomic.Pointer[agentRoutes]
+	// l2: with L2 pools, the observer of the node agents' membership.
+	l2 atomic.Pointer[l2State]
 }
 
 // state is everything derived from one config, swapped as a whole.
@@ -125,6 +127,9 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 		<-ctx.Done()
 		bc.Shutdown()
 	}()
+	if st := c.l2.Load(); st != nil {
+		go c.runL2StatusWriter(ctx, st.observer, st.services, servicePatcher{client})
+	}
 }
 
 // eventf records an Event on a Node or a Service when the recorder is running.

@@ -1,0 +1,136 @@
+// Package elect decides which node answers for each L2 address: the rule
+// every node agent applies to its own view, and the CCM to its own, to show
+// users who answers.
+package elect
+
+import (
+	"net/netip"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/metal-ccm/metal-ccm/pkg/l2/member"
+	"github.com/metal-ccm/metal-ccm/pkg/nodes"
+	"github.com/metal-ccm/metal-ccm/pkg/rendezvous"
+)
+
+// View is what one decision of who answers reads: every agent decides
+// from its own view, and views that agree give the same answer everywhere.
+type View struct {
+	// Candidates are each L2 address's eligible nodes, as next-hop
+	// addresses (the announcer's decision for the address).
+	Candidates map[netip.Prefix][]netip.Addr
+	// Alive are the agents the membership shows alive.
+	Alive []member.Member
+	// Expected are the names of the nodes that should run an L2 agent
+	// (l2.nodeSelector) and are Ready, as the API server shows them.
+	Expected []string
+	// Self are this node's addresses.
+	Self []netip.Addr
+}
+
+// Choice is a decision: whether this agent has a majority, each
+// address's owner (the address of the node that answers; invalid when no
+// candidate is alive), and the addresses this node answers for (none
+// without a majority).
+type Choice struct {
+	Quorum bool
+	Owners map[netip.Prefix]netip.Addr
+	Mine   []netip.Addr
+}
+
+// Choose decides who answers for each address: among its candidates whose
+// agent is alive, the first by rendezvous hashing of the address (the same
+// rule that picks the BGP next hops of an address when there are more nodes
+// than paths), so that addresses spread over the nodes and a node that comes
+// or goes moves only the addresses it gains or loses. This node answers for
+// the addresses it owns only while it sees a strict majority of the
+// expected agents alive: an agent cut off from the others sees a minority
+// and falls silent, so two nodes answer for one address only until the
+// membership has told the majority side and the cut-off agent, both within
+// the detection time.
+func Choose(v View) Choice {
+	names := make([]string, len(v.Alive))
+	live := map[netip.Addr]bool{}
+	for i, m := range v.Alive {
+		names[i] = m.Name
+		for _, a := range m.Addresses {
+			live[a.Unmap()] = true
+		}
+	}
+	c := Choice{Quorum: member.HasQuorum(names, v.Expected), Owners: make(map[netip.Prefix]netip.Addr, len(v.Candidates))}
+	for p, hops := range v.Candidates {
+		var up []netip.Addr
+		for _, h := range hops {
+			if live[h.Unmap()] {
+				up = append(up, h.Unmap())
+			}
+		}
+		owner, ok := rendezvous.Owner(p, up)
+		if !ok {
+			continue
+		}
+		c.Owners[p] = owner
+		if c.Quorum && slices.Contains(v.Self, owner) {
+			c.Mine = append(c.Mine, p.Addr())
+		}
+	}
+	slices.SortFunc(c.Mine, netip.Addr.Compare)
+	return c
+}
+
+// ExpectedAgents are the nodes whose agents count towards the majority:
+// those l2.nodeSelector selects, Ready and not being deleted. They come from
+// the API server, not from the membership, so that the count does not
+// shrink when agents die silently (the membership forgets dead members
+// after a while, which would let a lone agent be a majority of one); a node
+// that is down long enough for the node controller to mark it not Ready
+// stops counting, so a cluster that loses nodes for good still has a
+// majority among those left.
+func ExpectedAgents(list []*v1.Node, selects func(labels.Set) bool) []string {
+	var out []string
+	for _, n := range list {
+		if !nodes.All(n, nodes.Ready, nodes.NotDeleting) || !selects(labels.Set(n.Labels)) {
+			continue
+		}
+		out = append(out, n.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Seeds are where to join the expected agents a view does not show alive:
+// the IPv4 InternalIP of each node selects picks, at port, except the
+// addresses of self. Joining through them finds a new node's agent, and
+// both sides of a healed partition, without a fixed seed list.
+func Seeds(list []*v1.Node, alive []member.Member, selects func(labels.Set) bool, port uint16, self []netip.Addr) []netip.AddrPort {
+	seen := map[string]bool{}
+	for _, m := range alive {
+		seen[m.Name] = true
+	}
+	var out []netip.AddrPort
+	for _, n := range list {
+		if seen[n.Name] || !selects(labels.Set(n.Labels)) {
+			continue
+		}
+		if a, ok := InternalIPv4(n); ok && !slices.Contains(self, a) {
+			out = append(out, netip.AddrPortFrom(a, port))
+		}
+	}
+	return out
+}
+
+// InternalIPv4 is the node's first IPv4 InternalIP: where its agent's
+// membership listens.
+func InternalIPv4(n *v1.Node) (netip.Addr, bool) {
+	for _, a := range n.Status.Addresses {
+		if a.Type != v1.NodeInternalIP {
+			continue
+		}
+		if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Unmap().Is4() {
+			return ip.Unmap(), true
+		}
+	}
+	return netip.Addr{}, false
+}

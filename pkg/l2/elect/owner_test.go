@@ -1,0 +1,137 @@
+package elect
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/metal-ccm/metal-ccm/pkg/l2/member"
+)
+
+// l2Nodes are three nodes, each with an IPv4 and an IPv6 address.
+var l2Nodes = []member.Member{
+	{Name: "a", Addresses: []netip.Addr{netip.MustParseAddr("198.18.5.1"), netip.MustParseAddr("2001:db8:5::1")}},
+	{Name: "b", Addresses: []netip.Addr{netip.MustParseAddr("198.18.5.2"), netip.MustParseAddr("2001:db8:5::2")}},
+	{Name: "c", Addresses: []netip.Addr{netip.MustParseAddr("198.18.5.3"), netip.MustParseAddr("2001:db8:5::3")}},
+}
+
+// l2Candidates are n addresses of each family, every node a candidate.
+func l2Candidates(n int) map[netip.Prefix][]netip.Addr {
+	out := map[netip.Prefix][]netip.Addr{}
+	for i := range n {
+		v4 := netip.MustParseAddr(fmt.Sprintf("198.18.6.%d", i+1))
+		v6 := netip.MustParseAddr(fmt.Sprintf("2001:db8:6::%x", i+1))
+		for _, m := range l2Nodes {
+			out[netip.PrefixFrom(v4, 32)] = append(out[netip.PrefixFrom(v4, 32)], m.Addresses[0])
+			out[netip.PrefixFrom(v6, 128)] = append(out[netip.PrefixFrom(v6, 128)], m.Addresses[1])
+		}
+	}
+	return out
+}
+
+func names(ms []member.Member) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Name
+	}
+	return out
+}
+
+// answered is who answers for each address when every node decides from
+// the same alive set.
+func answered(cands map[netip.Prefix][]netip.Addr, alive []member.Member, expected []string) map[netip.Addr][]string {
+	out := map[netip.Addr][]string{}
+	for _, self := range alive {
+		c := Choose(View{Candidates: cands, Alive: alive, Expected: expected, Self: self.Addresses})
+		for _, a := range c.Mine {
+			out[a] = append(out[a], self.Name)
+		}
+	}
+	return out
+}
+
+func TestChooseOneOwnerPerAddress(t *testing.T) {
+	cands := l2Candidates(30)
+	all := names(l2Nodes)
+	got := answered(cands, l2Nodes, all)
+	perNode := map[string]int{}
+	for p := range cands {
+		who := got[p.Addr()]
+		if len(who) != 1 {
+			t.Fatalf("%s answered by %v, want exactly one node", p.Addr(), who)
+		}
+		perNode[who[0]]++
+	}
+	// Spread: 60 addresses over 3 nodes; each gets some.
+	for _, n := range all {
+		if perNode[n] == 0 {
+			t.Errorf("node %s answers for no address of 60: %v", n, perNode)
+		}
+	}
+
+	t.Run("a dead owner's addresses move, the others stay", func(t *testing.T) {
+		alive := l2Nodes[1:] // a is gone; b and c are 2 of 3
+		after := answered(cands, alive, all)
+		for p := range cands {
+			was, now := got[p.Addr()][0], after[p.Addr()]
+			if len(now) != 1 {
+				t.Fatalf("%s answered by %v after a left, want one node", p.Addr(), now)
+			}
+			if was != "a" && now[0] != was {
+				t.Errorf("%s moved from %s to %s, though %s is alive", p.Addr(), was, now[0], was)
+			}
+		}
+	})
+
+	t.Run("a minority answers nothing", func(t *testing.T) {
+		for _, self := range l2Nodes {
+			c := Choose(View{Candidates: cands, Alive: []member.Member{self}, Expected: all, Self: self.Addresses})
+			if c.Quorum || len(c.Mine) > 0 {
+				t.Errorf("%s alone of 3: majority %v, answers %v; want none", self.Name, c.Quorum, c.Mine)
+			}
+		}
+	})
+
+	t.Run("only alive candidates own", func(t *testing.T) {
+		// The address's only candidate is b (externalTrafficPolicy Local,
+		// b has the endpoint); with b dead nobody owns it.
+		p := netip.MustParsePrefix("198.18.7.1/32")
+		one := map[netip.Prefix][]netip.Addr{p: {l2Nodes[1].Addresses[0]}}
+		if got := answered(one, l2Nodes, all)[p.Addr()]; !slices.Equal(got, []string{"b"}) {
+			t.Errorf("Local address with its endpoint on b answered by %v, want [b]", got)
+		}
+		alive := []member.Member{l2Nodes[0], l2Nodes[2]}
+		if got := answered(one, alive, all)[p.Addr()]; len(got) != 0 {
+			t.Errorf("address whose only candidate is dead answered by %v, want nobody", got)
+		}
+	})
+}
+
+func TestExpectedAgents(t *testing.T) {
+	mk := func(name string, ready v1.ConditionStatus, lbls map[string]string, deleting bool) *v1.Node {
+		n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls},
+			Status: v1.NodeStatus{Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: ready}}}}
+		if deleting {
+			now := metav1.Now()
+			n.DeletionTimestamp = &now
+		}
+		return n
+	}
+	list := []*v1.Node{
+		mk("ready", v1.ConditionTrue, map[string]string{"l2": "yes"}, false),
+		mk("unknown", v1.ConditionUnknown, map[string]string{"l2": "yes"}, false),
+		mk("deleting", v1.ConditionTrue, map[string]string{"l2": "yes"}, true),
+		mk("unselected", v1.ConditionTrue, map[string]string{"l2": "no"}, false),
+		mk("another", v1.ConditionTrue, map[string]string{"l2": "yes"}, false),
+	}
+	sel := labels.SelectorFromSet(labels.Set{"l2": "yes"})
+	got := ExpectedAgents(list, func(s labels.Set) bool { return sel.Matches(s) })
+	if want := []string{"another", "ready"}; !slices.Equal(got, want) {
+		t.Errorf("expectedAgents = %v, want %v", got, want)
+	}
+}
