@@ -62,8 +62,9 @@ type Timing struct {
 //     interval before the target is suspected.
 //   - SuspicionMult 4: a suspicion timeout of 800ms up to 10 members (1.6s
 //     at 100): the time a wrongly suspected member, say one paused by a
-//     starved CPU, has to hear of it and refute. Detection ≈ 0.2-0.4s + 0.8s
-//     ≈ 1-1.2s at the sizes L2 mode is used at.
+//     starved CPU, has to hear of it and refute. Detection ≈ 0.2-0.6s + 0.8s
+//     ≈ 1-1.4s at the sizes L2 mode is used at (TestDetectionTime: 1.1-1.4s
+//     on 127.0.0.1, up to 1.8s with the 2 cores saturated).
 //   - SuspicionMaxTimeoutMult 3: without confirmations a suspicion lasts up
 //     to 2.4s (memberlist's 6 would be 4.8s, past the failover target);
 //     a member that is itself cut off or starved still gets no
