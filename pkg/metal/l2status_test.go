@@ -1,0 +1,168 @@
+package metal
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/metal-ccm/metal-ccm/pkg/l2/member"
+	"github.com/metal-ccm/metal-ccm/pkg/rendezvous"
+)
+
+const l2TestConfig = `apiVersion: metal-ccm.io/v1alpha1
+kind: CloudConfig
+loadBalancer:
+  pools:
+  - {name: l2, addresses: [198.18.0.0/24], announce: [L2]}
+  - {name: bgp, addresses: [198.18.1.0/24]}
+`
+
+// recordingPatcher keeps the last annotation written per Service.
+type recordingPatcher struct {
+	mu     sync.Mutex
+	values map[string]string
+	writes int
+}
+
+func (p *recordingPatcher) PatchAnnotation(_ context.Context, svc *v1.Service, key, value string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if key != AnnotationL2Nodes {
+		return fmt.Errorf("annotation %s written", key)
+	}
+	p.values[svc.Name] = value
+	p.writes++
+	return nil
+}
+
+func (p *recordingPatcher) get(name string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, ok := p.values[name]
+	return v, ok
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 15s: %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestL2ObserverAndWriter runs three agents' memberships and the CCM's
+// observer for real on loopback (the nodes' InternalIPs are loopback
+// addresses, so that joining them stays on the machine): the observer
+// finds the node the agents' rule chooses, the writer puts it on the
+// Service with an Event and leaves a Service of a BGP pool alone, and when
+// that node's agent dies the annotation follows the new owner.
+func TestL2ObserverAndWriter(t *testing.T) {
+	c, rec := newTestCloud(t, l2TestConfig)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	var agents []*member.Members
+	var hops []netip.Addr
+	for i := range 3 {
+		name := fmt.Sprintf("n%d", i)
+		ip := netip.AddrFrom4([4]byte{127, 0, 0, byte(11 + i)})
+		hops = append(hops, ip)
+		n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: v1.NodeStatus{
+			Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}},
+			Addresses:  []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip.String()}}}}
+		if err := nodes.Add(n); err != nil {
+			t.Fatal(err)
+		}
+		m, err := member.Start(ctx, member.Config{Name: name, Addresses: []netip.Addr{ip}, Bind: netip.MustParseAddrPort("127.0.0.1:0")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		agents = append(agents, m)
+	}
+	for _, m := range agents[1:] {
+		if err := m.Join([]netip.AddrPort{agents[0].LocalAddr()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	o := newL2Observer(c.state.Load().cfg, corelisters.NewNodeLister(nodes))
+	var err error
+	o.members, err = member.Start(ctx, member.Config{Name: "ccm", Bind: netip.MustParseAddrPort("127.0.0.1:0"), Observer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.lastJoin = time.Now().Add(time.Hour) // the test joins it; the nodes' 7946 has no agent
+	if err := o.members.Join([]netip.AddrPort{agents[0].LocalAddr()}); err != nil {
+		t.Fatal(err)
+	}
+
+	vip := netip.MustParsePrefix("198.18.0.5/32")
+	if err := o.candidates.SetPaths(ctx, vip, hops); err != nil {
+		t.Fatal(err)
+	}
+	owner, _ := rendezvous.Owner(vip, hops)
+	ownerName := fmt.Sprintf("n%d", owner.As4()[3]-11)
+	eventually(t, "the observer sees the owner "+ownerName, func() bool {
+		o.sync()
+		got, ok := o.Owner(vip.Addr())
+		return ok && got == ownerName
+	})
+
+	services := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, s := range []struct{ name, ip string }{{"web", "198.18.0.5"}, {"bgp", "198.18.1.5"}} {
+		svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: s.name},
+			Spec:   v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer},
+			Status: v1.ServiceStatus{LoadBalancer: v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: s.ip}}}}}
+		if err := services.Add(svc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	patch := &recordingPatcher{values: map[string]string{}}
+	go c.runL2StatusWriter(ctx, o, corelisters.NewServiceLister(services), patch)
+	o.changed <- struct{}{}
+	want := "198.18.0.5=" + ownerName
+	eventually(t, "the annotation "+want, func() bool { v, _ := patch.get("web"); return v == want })
+	if _, ok := patch.get("bgp"); ok {
+		t.Error("the Service of a BGP pool was written")
+	}
+	select {
+	case e := <-rec.Events:
+		if !strings.Contains(e, ReasonL2NodeChanged) || !strings.Contains(e, want) {
+			t.Errorf("Event %q, want %s naming %s", e, ReasonL2NodeChanged, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("no Event")
+	}
+
+	// The owner's agent dies: the annotation follows the next choice.
+	var rest []netip.Addr
+	for i, h := range hops {
+		if h == owner {
+			agents[i].Shutdown()
+			continue
+		}
+		rest = append(rest, h)
+	}
+	next, _ := rendezvous.Owner(vip, rest)
+	want = "198.18.0.5=" + fmt.Sprintf("n%d", next.As4()[3]-11)
+	go func() {
+		for ctx.Err() == nil {
+			o.sync()
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	eventually(t, "the annotation "+want+" after the owner died", func() bool { v, _ := patch.get("web"); return v == want })
+}
