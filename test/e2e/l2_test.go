@@ -119,7 +119,10 @@ func TestL2Agents(t *testing.T) {
 	// The test writes the Service's status, as the CCM would: the agents
 	// answer for what the status shows.
 	vips := []netip.Addr{netlab.L2VIP(netlab.IPv4, 3), netlab.L2VIP(netlab.IPv6, 3)}
-	svc := framework.CreateLoadBalancer(t, client, metav1.NamespaceDefault, "l2-web", framework.DualStack)
+	// In a namespace of its own, whose Services go with the test: a Service
+	// left behind would be served by the next test's CCM.
+	ns := framework.NewNamespace(t, client, framework.NamespaceName(t), framework.ReleaseServices(30*time.Second))
+	svc := framework.CreateLoadBalancer(t, client, ns, "l2-web", framework.DualStack)
 	setIngress(t, svc, vips)
 
 	all := []int{0, 1, 2}
