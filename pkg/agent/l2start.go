@@ -33,6 +33,9 @@ func (a *Agent) startL2(ctx context.Context, node *v1.Node, inf announcer.Inform
 	if v6, ok := internalIP(node, false); ok {
 		self = append(self, v6)
 	}
+	if err := l2resp.RaiseNetRaw(); err != nil {
+		return nil, err
+	}
 	key, err := member.ReadKey(cfg.SecretFile)
 	if err != nil {
 		return nil, err

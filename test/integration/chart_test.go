@@ -146,9 +146,10 @@ const agentName = "metal-node-agent"
 func checkRendered(t *testing.T, objs []*unstructured.Unstructured, wantRules, wantAgentRules []rbacv1.PolicyRule) {
 	t.Helper()
 	var configMaps, workloads, clusterRoles int
+	l2 := renderedL2(t, objs)
 	for _, o := range objs {
 		if o.GetName() == agentName || o.GetName() == "system:"+agentName {
-			checkAgent(t, o, wantAgentRules)
+			checkAgent(t, o, wantAgentRules, l2)
 			continue
 		}
 		switch o.GetKind() {
@@ -186,10 +187,32 @@ func checkRendered(t *testing.T, objs []*unstructured.Unstructured, wantRules, w
 	}
 }
 
+// renderedL2 reports whether the rendered cloud-config has a pool announced
+// with L2.
+func renderedL2(t *testing.T, objs []*unstructured.Unstructured) bool {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() != "ConfigMap" {
+			continue
+		}
+		var cm v1.ConfigMap
+		fromUnstructured(t, o, &cm)
+		if cfg, err := config.Parse([]byte(cm.Data["cloud-config.yaml"])); err == nil {
+			for _, p := range cfg.LoadBalancer.Pools {
+				if slices.Contains(p.Announce, config.ProtocolL2) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // checkAgent checks an object of the node agent: read-only rules (those of
 // deploy/node-agent/agent.yaml: no write to Services or Nodes), and a hardened pod on the
-// node's network with its node's name.
-func checkAgent(t *testing.T, o *unstructured.Unstructured, wantRules []rbacv1.PolicyRule) {
+// node's network with its node's name, which holds no capability, or
+// CAP_NET_RAW alone when a pool is announced with L2 (l2).
+func checkAgent(t *testing.T, o *unstructured.Unstructured, wantRules []rbacv1.PolicyRule, l2 bool) {
 	t.Helper()
 	switch o.GetKind() {
 	case "ClusterRole":
@@ -214,9 +237,18 @@ func checkAgent(t *testing.T, o *unstructured.Unstructured, wantRules []rbacv1.P
 		}
 		c := spec.Containers[0]
 		sc := c.SecurityContext
+		var wantAdd []v1.Capability
+		if l2 {
+			wantAdd = []v1.Capability{"NET_RAW"}
+		}
 		if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.Capabilities == nil ||
-			!slices.Contains(sc.Capabilities.Drop, "ALL") || len(sc.Capabilities.Add) > 0 {
-			t.Errorf("agent container securityContext %+v: want a read-only root filesystem and no capabilities", sc)
+			!slices.Contains(sc.Capabilities.Drop, "ALL") || !slices.Equal(sc.Capabilities.Add, wantAdd) {
+			t.Errorf("agent container securityContext %+v: want a read-only root filesystem and the capabilities %v (an L2 pool: %v)", sc, wantAdd, l2)
+		}
+		// The file capability of the image's agent is gained only where
+		// privilege escalation is allowed: with an L2 pool, and only then.
+		if sc != nil && (sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation != l2) {
+			t.Errorf("agent container allowPrivilegeEscalation %v, want %v (an L2 pool: %v)", sc.AllowPrivilegeEscalation, l2, l2)
 		}
 		if psc := spec.SecurityContext; psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
 			t.Errorf("agent pod securityContext %+v: want runAsNonRoot", psc)

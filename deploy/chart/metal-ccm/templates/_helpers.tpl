@@ -26,6 +26,27 @@ app.kubernetes.io/name: {{ include "metal-ccm.name" . }}
 {{/* Where the ConfigMap and the BGP password Secret are mounted. */}}
 {{- define "metal-ccm.configDir" -}}/etc/metal-ccm/config{{- end -}}
 {{- define "metal-ccm.bgpDir" -}}/etc/metal-ccm/bgp{{- end -}}
+{{- define "metal-ccm.l2Dir" -}}/etc/metal-ccm/l2{{- end -}}
+
+{{/*
+Non-empty when a pool of the cloud-config is announced with L2: the node
+agents then answer ARP and Neighbor Solicitations, which takes CAP_NET_RAW
+(docs/l2.md, "Permissions").
+*/}}
+{{- define "metal-ccm.l2" -}}
+{{- range (dig "loadBalancer" "pools" list (fromYaml .Values.cloudConfig)) -}}
+{{- if has "L2" (default list .announce) -}}true{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The membership key Secret of L2 (l2.secretFile: <l2Dir>/<key>). */}}
+{{- define "metal-ccm.l2KeyVolume" -}}
+- name: l2-key
+  secret:
+    secretName: {{ .Values.l2Key.secretName }}
+    optional: true
+    defaultMode: 0440
+{{- end -}}
 
 {{/*
 The cloud-config document as given. It fails when the document is not YAML,
