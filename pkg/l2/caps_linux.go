@@ -34,6 +34,9 @@ func RaiseNetRaw() error {
 	word.Effective |= bit
 	// Capabilities are per thread: every thread of the runtime must have
 	// it, since any of them may open the sockets.
+	// The pointers are converted in the call itself, as unsafe.Pointer's
+	// rules for system calls ask; no wrapper sets every thread.
+	//nolint:gosec // capset(2) takes pointers to its header and data
 	if _, _, errno := syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); errno != 0 {
 		return fmt.Errorf("raise CAP_NET_RAW: %w", errno)
 	}
