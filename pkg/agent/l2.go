@@ -27,6 +27,7 @@ type l2Members interface {
 // (pkg/l2).
 type l2Answerer interface {
 	SetAddresses(ctx context.Context, addrs []netip.Addr) error
+	Announce(ctx context.Context, addrs []netip.Addr)
 }
 
 // l2Recheck bounds how long a change the loop was not told of (a node's
@@ -59,8 +60,10 @@ type l2 struct {
 	synced    atomic.Bool
 
 	lastJoin time.Time
+	joining  atomic.Bool // a Join runs
 	mine     []netip.Addr
-	failing  string // the last SetAddresses error, logged once
+	members0 []string // the names of the live agents at the last sync
+	failing  string   // the last SetAddresses error, logged once
 }
 
 func newL2(self []netip.Addr, members l2Members, answerer l2Answerer, nodes corelisters.NodeLister, selects func(labels.Set) bool, port uint16) *l2 {
@@ -119,8 +122,18 @@ func (l *l2) sync(ctx context.Context) {
 			logger.Info("No longer answering for the address", "address", a)
 		}
 	}
+	kept := slices.DeleteFunc(slices.Clone(c.Mine), func(a netip.Addr) bool { return !slices.Contains(l.mine, a) })
 	l.mine = c.Mine
 	err = l.answerer.SetAddresses(ctx, c.Mine)
+	if l.grew(view.Alive) && len(kept) > 0 {
+		// An agent came (back): a healed partition, or a node the others
+		// had given up. While apart, its node may have answered for some of
+		// ours, and clients that learned its MAC keep it for as long as it
+		// forwards their traffic; our announcements set them right. New
+		// addresses were announced by SetAddresses already.
+		logger.V(2).Info("Announcing the addresses again for an agent that joined", "addresses", len(kept))
+		l.answerer.Announce(ctx, kept)
+	}
 	if msg := errString(err); msg != l.failing {
 		l.failing = msg
 		if err != nil {
@@ -134,9 +147,12 @@ func (l *l2) sync(ctx context.Context) {
 
 // join dials the expected agents the membership does not show, at most
 // every joinEvery: a new node's agent, and both sides of a healed
-// partition, find each other without a fixed seed list.
+// partition, find each other without a fixed seed list. It dials in the
+// background: the node that just died is among the seeds, and its dial
+// waits for the TCP timeout, which must not hold up the takeover of its
+// addresses.
 func (l *l2) join(ctx context.Context, list []*v1.Node, alive []member.Member) {
-	if time.Since(l.lastJoin) < joinEvery {
+	if time.Since(l.lastJoin) < joinEvery || l.joining.Load() {
 		return
 	}
 	seeds := elect.Seeds(list, alive, l.selects, l.port, l.self)
@@ -144,10 +160,35 @@ func (l *l2) join(ctx context.Context, list []*v1.Node, alive []member.Member) {
 		return
 	}
 	l.lastJoin = time.Now()
-	if err := l.members.Join(seeds); err != nil {
-		// Agents not started yet, or nodes down: the next round retries.
-		klog.FromContext(ctx).V(2).Info("Some L2 agents not reached", "err", err)
+	l.joining.Store(true)
+	go func() {
+		defer l.joining.Store(false)
+		if err := l.members.Join(seeds); err != nil {
+			// Agents not started yet, or nodes down: the next round retries.
+			klog.FromContext(ctx).V(2).Info("Some L2 agents not reached", "err", err)
+		}
+	}()
+}
+
+// grew records the live agents and says whether one of them was not
+// there at the last call.
+func (l *l2) grew(alive []member.Member) bool {
+	names := make([]string, 0, len(alive))
+	for _, m := range alive {
+		names = append(names, m.Name)
 	}
+	slices.Sort(names)
+	prev := l.members0
+	l.members0 = names
+	if prev == nil {
+		return false
+	}
+	for _, n := range names {
+		if _, found := slices.BinarySearch(prev, n); !found {
+			return true
+		}
+	}
+	return false
 }
 
 // L2Stats are the L2 announcement's state, for /metrics.

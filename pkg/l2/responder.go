@@ -165,6 +165,33 @@ func (r *Responder) SetAddresses(ctx context.Context, addrs []netip.Addr) error 
 	return errors.Join(errs...)
 }
 
+// Announce sends the gratuitous packets again (the first now, the repeats
+// after) for those of addrs that are answered, on every interface they are
+// answered on; others are ignored. A node that kept answering for an
+// address through a partition calls it when the partition heals: clients
+// that meanwhile learned another node's MAC keep it as long as that node
+// forwards their traffic, since traffic confirms a neighbor entry, and only
+// an announcement corrects them.
+func (r *Responder) Announce(ctx context.Context, addrs []netip.Addr) {
+	want, _ := normalize(addrs)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		return
+	}
+	for _, addr := range want {
+		for idx := range r.answers[addr] {
+			l := r.links[idx]
+			if l == nil {
+				continue
+			}
+			log := klog.FromContext(ctx).WithValues("interface", l.ifc.Name)
+			r.announceLocked(log, l, addr)
+			r.wg.Go(func() { r.repeat(log, idx, addr) })
+		}
+	}
+}
+
 // normalize returns addrs unmapped, deduplicated and sorted, and an error
 // for each one that no host can ask for on a segment.
 func normalize(addrs []netip.Addr) ([]netip.Addr, []error) {

@@ -127,6 +127,41 @@ func TestResponderGratuitous(t *testing.T) {
 	}
 }
 
+// TestResponderAnnounce: Announce sends the gratuitous packets again for
+// the answered addresses it is given, and for no other.
+func TestResponderAnnounce(t *testing.T) {
+	s := newSegment(t)
+	r := s.start(t, Options{})
+	ac := s.arpClient(t)
+	nc := s.ndpClient(t)
+	if err := s.set(t, r, vip4, vip6); err != nil {
+		t.Fatalf("SetAddresses: %v", err)
+	}
+	// The first announcements (about 2 s) are over when a window of 5 s
+	// without more ends.
+	countGratuitousARP(ac, s.nodeMAC, vip4)
+	arpc := make(chan int, 1)
+	go func() { arpc <- countGratuitousARP(ac, s.nodeMAC, vip4) }()
+	ndpc := make(chan int, 1)
+	go func() { ndpc <- countUnsolicitedNA(nc, s.nodeMAC, vip6) }()
+	unanswered := netip.MustParseAddr("198.18.121.199")
+	r.Announce(t.Context(), []netip.Addr{vip4, vip6, unanswered})
+	if n := <-arpc; n < 2 {
+		t.Errorf("%d gratuitous ARPs for %s after Announce, want at least 2", n, vip4)
+	}
+	if n := <-ndpc; n < 2 {
+		t.Errorf("%d unsolicited Neighbor Advertisements for %s after Announce, want at least 2", n, vip6)
+	}
+	if got := r.Stats(); got.IPv4.Gratuitous < 5 || got.IPv6.Gratuitous < 5 {
+		t.Errorf("stats %+v: want the first three and the repeated ones counted", got)
+	}
+	for _, a := range r.Addresses() {
+		if a.Addr == unanswered {
+			t.Errorf("Announce made %s answered", unanswered)
+		}
+	}
+}
+
 func countGratuitousARP(c *arp.Client, mac net.HardwareAddr, addr netip.Addr) int {
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	n := 0

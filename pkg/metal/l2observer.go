@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -42,6 +43,7 @@ type l2Observer struct {
 	cfg      *config.L2
 	members  *member.Members // set by start
 	lastJoin time.Time
+	joining  atomic.Bool // a Join runs
 	nodes    corelisters.NodeLister
 	selects  func(labels.Set) bool
 
@@ -79,14 +81,19 @@ func (o *l2Observer) start(ctx context.Context) error {
 }
 
 // join dials the expected agents the observer does not see, at most
-// every l2JoinEvery.
+// every l2JoinEvery, in the background (a dial to a node that is down
+// waits for the TCP timeout; the view must follow the agents meanwhile).
 func (o *l2Observer) join(list []*v1.Node, alive []member.Member) {
-	if time.Since(o.lastJoin) < l2JoinEvery {
+	if time.Since(o.lastJoin) < l2JoinEvery || o.joining.Load() {
 		return
 	}
 	if seeds := elect.Seeds(list, alive, o.selects, o.cfg.MemberlistPort, nil); len(seeds) > 0 {
 		o.lastJoin = time.Now()
-		_ = o.members.Join(seeds) // agents down or not started: the next round retries
+		o.joining.Store(true)
+		go func() {
+			defer o.joining.Store(false)
+			_ = o.members.Join(seeds) // agents down or not started: the next round retries
+		}()
 	}
 }
 

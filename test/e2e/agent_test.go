@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -49,31 +48,11 @@ healthChecks:
 // EndpointSlices, create Events; its DaemonSet stays unscheduled here, with
 // no kubelet and no DaemonSet controller) and returns a function that writes
 // a kubeconfig with its token for clients behind a relay.
-func agentKubeconfig(t *testing.T, ctx context.Context) (write func(relay *framework.Relay, path string) error) {
+func agentKubeconfig(t *testing.T) (write func(relay *framework.Relay, path string) error) {
 	t.Helper()
-	const name = "metal-node-agent"
-	manifest := filepath.Join(framework.RepoRoot(), "deploy", "node-agent", "agent.yaml")
-	if _, err := cp.Kubectl(ctx, "apply", "-f", manifest); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = cp.Kubectl(context.Background(), "delete", "--ignore-not-found", "-f", manifest) })
-	tokenKubeconfig, err := cp.ServiceAccountKubeconfig(ctx, "kube-system", name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := cp.NodeAgentToken(t)
 	return func(relay *framework.Relay, path string) error {
-		// The token of the ServiceAccount's kubeconfig, at the relay's address.
-		b, err := os.ReadFile(tokenKubeconfig) //nolint:gosec // the harness's own file
-		if err != nil {
-			return err
-		}
-		token := ""
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "token: "); ok {
-				token = v
-			}
-		}
-		return relay.WriteKubeconfig(path, name, token)
+		return relay.WriteKubeconfig(path, framework.NodeAgentName, token)
 	}
 }
 
@@ -102,8 +81,7 @@ func startAgents(t *testing.T, lab *netlab.Lab, cfg string) []*agent {
 // startAgentsIn starts an agent per place.
 func startAgentsIn(t *testing.T, where []agentPlace, cfg string) []*agent {
 	t.Helper()
-	ctx := context.Background()
-	write := agentKubeconfig(t, ctx)
+	write := agentKubeconfig(t)
 	dir := t.TempDir()
 	var agents []*agent
 	for i, w := range where {

@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/metal-ccm/metal-ccm/pkg/rendezvous"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
@@ -27,43 +26,8 @@ import (
 // busy machine) and a new owner's gratuitous ARP / NA to reach the client.
 const l2Detection = 3 * time.Second
 
-// l2Config has every agent answer for the pool of the lab's segment with L2
-// and announce nothing over BGP.
-func l2Config() string {
-	return fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
-kind: CloudConfig
-loadBalancer:
-  pools:
-  - name: l2
-    addresses: ["%s-%s", "%s-%s"]
-    announce: [L2]
-healthChecks:
-  enabled: false
-`, netlab.L2VIP(netlab.IPv4, 0), netlab.L2VIP(netlab.IPv4, 7), netlab.L2VIP(netlab.IPv6, 0), netlab.L2VIP(netlab.IPv6, 7))
-}
-
 // l2Node is the name of the L2 lab's node i.
 func l2Node(i int) string { return fmt.Sprintf("l2-node%d", i) }
-
-// l2Owner is the node the agents must choose for vip among the nodes
-// alive: the first by rendezvous hashing, as pkg/l2/elect decides.
-func l2Owner(vip netip.Addr, alive []int) int {
-	f := netlab.IPv4
-	if vip.Is6() {
-		f = netlab.IPv6
-	}
-	var hops []netip.Addr
-	for _, i := range alive {
-		hops = append(hops, netlab.L2NodeAddr(f, i))
-	}
-	owner, _ := rendezvous.Owner(netip.PrefixFrom(vip, vip.BitLen()), hops)
-	for _, i := range alive {
-		if netlab.L2NodeAddr(f, i) == owner {
-			return i
-		}
-	}
-	return -1
-}
 
 // waitClientMAC waits until the client resolves vip to node i's MAC, asking
 // (a ping, which nobody answers, sends ARP or NDP when the client has no
@@ -111,7 +75,7 @@ func TestL2Agents(t *testing.T) {
 		where = append(where, agentPlace{node: name, netns: lab.NodeNamespace(i)})
 	}
 	cfg := filepath.Join(t.TempDir(), "cloud-config.yaml")
-	if err := os.WriteFile(cfg, []byte(l2Config()), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(netlab.L2CloudConfig("healthChecks:\n  enabled: false\n")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	agents := startAgentsIn(t, where, cfg)
@@ -127,7 +91,7 @@ func TestL2Agents(t *testing.T) {
 
 	all := []int{0, 1, 2}
 	for _, vip := range vips {
-		owner := l2Owner(vip, all)
+		owner := netlab.L2Owner(vip, all)
 		took := waitClientMAC(t, lab, vip, owner, time.Minute)
 		t.Logf("%s answered by node %d (%s after the status write, agents starting)", vip, owner, took.Round(time.Millisecond))
 	}
@@ -187,8 +151,8 @@ func TestL2Agents(t *testing.T) {
 func l2Fault(t *testing.T, lab *netlab.L2Lab, vip netip.Addr) (owner, next int, watch *netlab.ReplyWatch) {
 	t.Helper()
 	all := []int{0, 1, 2}
-	owner = l2Owner(vip, all)
-	next = l2Owner(vip, slices.DeleteFunc(all, func(i int) bool { return i == owner }))
+	owner = netlab.L2Owner(vip, all)
+	next = netlab.L2Owner(vip, slices.DeleteFunc(all, func(i int) bool { return i == owner }))
 	watch, err := lab.WatchARPReplies(context.Background(), vip)
 	if err != nil {
 		t.Fatal(err)

@@ -35,12 +35,20 @@ type CCMOptions struct {
 	// run no kube-proxy, and their addresses may lead nowhere but the
 	// machine's default route, where no test traffic may go.
 	HealthChecks bool
+	// NetNS runs the replica in that network namespace (a name under
+	// /run/netns, with nsenter, before Wrapper), as on a node of a lab
+	// whose nodes the host has no route to; Kubeconfig must then reach the
+	// API server from there (a RealNode's Kubeconfig does). Its /healthz
+	// and /metrics are fetched from that namespace.
+	NetNS string
 }
 
 // CCM is a running CCM replica.
 type CCM struct {
 	*Process
 	HealthzURL string
+	// probe fetches HealthzURL and the metrics (from CCMOptions.NetNS).
+	probe *http.Client
 }
 
 // StartCCM starts a metal-cloud-controller-manager replica against this
@@ -78,18 +86,25 @@ func (cp *ControlPlane) StartCCM(ctx context.Context, o CCMOptions) (*CCM, error
 		args = append(args, "--cloud-config", o.CloudConfig)
 	}
 	args = append(args, o.Args...)
-	if len(o.Wrapper) > 0 {
-		args = append(append(o.Wrapper[1:len(o.Wrapper):len(o.Wrapper)], bin), args...)
-		bin = o.Wrapper[0]
+	wrapper := o.Wrapper
+	if o.NetNS != "" {
+		wrapper = append([]string{"nsenter", "--net=" + filepath.Join("/run/netns", o.NetNS), "--"}, wrapper...)
+	}
+	if len(wrapper) > 0 {
+		args = append(append(wrapper[1:len(wrapper):len(wrapper)], bin), args...)
+		bin = wrapper[0]
 	}
 	p, err := StartProcess(o.Name, filepath.Join(cp.Dir, "logs", o.Name+".log"), o.Detach, bin, args...)
 	if err != nil {
 		return nil, err
 	}
-	c := &CCM{Process: p, HealthzURL: "https://127.0.0.1:" + strconv.Itoa(port) + "/healthz"}
+	c := &CCM{Process: p, HealthzURL: "https://127.0.0.1:" + strconv.Itoa(port) + "/healthz", probe: probe}
+	if o.NetNS != "" {
+		c.probe = probeIn(o.NetNS)
+	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := waitHealthy(wctx, p, c.HealthzURL, ""); err != nil {
+	if err := waitHealthyWith(wctx, c.probe, p, c.HealthzURL, ""); err != nil {
 		p.Kill()
 		return nil, fmt.Errorf("start %s: %w", o.Name, err)
 	}
@@ -157,7 +172,7 @@ func (cp *ControlPlane) Metrics(ctx context.Context, c *CCM) (string, error) {
 		return "", fmt.Errorf("metrics: %w", err)
 	}
 	req.Header.Set("Authorization", "Bearer "+cp.adminToken)
-	resp, err := probe.Do(req)
+	resp, err := c.probe.Do(req)
 	if err != nil {
 		return "", fmt.Errorf("metrics: %w", err)
 	}

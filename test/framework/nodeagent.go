@@ -1,8 +1,15 @@
 package framework
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // NodeAgentOptions describe a metal-node-agent process in a node's network
@@ -43,4 +50,75 @@ func StartNodeAgent(o NodeAgentOptions) (*Process, error) {
 	args = append(args, bin, "--kubeconfig", o.Kubeconfig, "--cloud-config", o.CloudConfig,
 		"--node-name", o.Node, "--v", "2")
 	return StartProcess(o.Name, o.LogPath, false, "nsenter", append(args, o.Args...)...)
+}
+
+// NodeAgentName names the node agent's ServiceAccount (kube-system), as
+// deploy/node-agent/agent.yaml has it.
+const NodeAgentName = "metal-node-agent"
+
+// NodeAgentToken applies the node agent's least-privilege identity as the
+// chart renders it (deploy/node-agent/agent.yaml: read Services, Nodes and
+// EndpointSlices, create Events; its DaemonSet stays unscheduled where no
+// DaemonSet controller runs), deleted when the test ends, and returns a
+// token of its ServiceAccount.
+func (cp *ControlPlane) NodeAgentToken(t testing.TB) string {
+	t.Helper()
+	ctx := context.Background()
+	manifest := filepath.Join(RepoRoot(), "deploy", "node-agent", "agent.yaml")
+	if _, err := cp.Kubectl(ctx, "apply", "-f", manifest); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = cp.Kubectl(context.Background(), "delete", "--ignore-not-found", "-f", manifest) })
+	cs, err := cp.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, NodeAgentName, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for kube-system/%s: %v", NodeAgentName, err)
+	}
+	return tr.Status.Token
+}
+
+// NodeAgent is a node agent started for a test: Restart starts it again
+// (after a Kill, say) with the same options.
+type NodeAgent struct {
+	*Process
+	opts NodeAgentOptions
+}
+
+// StartNodeAgentForTest starts an agent as StartNodeAgent does and stops it
+// by its PID when the test ends; the test fails if the agent's log says it
+// was refused something ("forbidden"), and the log's end is printed if the
+// test failed.
+func StartNodeAgentForTest(t testing.TB, o NodeAgentOptions) *NodeAgent {
+	t.Helper()
+	p, err := StartNodeAgent(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &NodeAgent{Process: p, opts: o}
+	t.Cleanup(func() {
+		a.Stop(5 * time.Second)
+		if t.Failed() {
+			t.Logf("%s log, last %d lines:\n%s", a.Name, FailureLogLines, a.LogTail(FailureLogLines))
+		}
+		if a.LogContains("forbidden") {
+			t.Errorf("%s was refused something:\n%s", a.Name, a.LogTail(20))
+		}
+	})
+	return a
+}
+
+// Restart stops the agent if it still runs and starts it again.
+func (a *NodeAgent) Restart() error {
+	a.Stop(5 * time.Second)
+	p, err := StartNodeAgent(a.opts)
+	if err != nil {
+		return err
+	}
+	a.Process = p
+	return nil
 }

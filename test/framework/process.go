@@ -244,8 +244,22 @@ var probe = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
 	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // self-signed serving certs on loopback
 }}
 
+// probeIn is probe's counterpart for servers in network namespace ns.
+func probeIn(ns string) *http.Client {
+	t := probe.Transport.(*http.Transport).Clone()
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return DialInNetNS(ctx, ns, network, addr)
+	}
+	return &http.Client{Timeout: probe.Timeout, Transport: t}
+}
+
 // waitHealthy polls url (with a bearer token, when given) until it answers 200.
 func waitHealthy(ctx context.Context, p *Process, url, token string) error {
+	return waitHealthyWith(ctx, probe, p, url, token)
+}
+
+// waitHealthyWith is waitHealthy with the given client.
+func waitHealthyWith(ctx context.Context, probe *http.Client, p *Process, url, token string) error {
 	return waitFor(ctx, p, 100*time.Millisecond, func() bool {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {

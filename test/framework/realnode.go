@@ -464,3 +464,13 @@ func releaseRunDirs() {
 		}
 	}
 }
+
+// Kubeconfig is the node's kubeconfig (the admin's token, at the node's API
+// relay), for other clients in the node's namespace.
+func (n *RealNode) Kubeconfig() string { return filepath.Join(n.Dir, "kubeconfig") }
+
+// WriteKubeconfig writes a kubeconfig for a client in the node's namespace:
+// the node's API relay, the given user and token.
+func (n *RealNode) WriteKubeconfig(path, user, token string) error {
+	return n.relay.WriteKubeconfig(path, user, token)
+}

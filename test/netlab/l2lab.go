@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/metal-ccm/metal-ccm/pkg/rendezvous"
 )
 
 // The L2 lab: one Ethernet segment and no router, for L2 announcement of
@@ -36,7 +38,8 @@ import (
 //	for tests:     198.18.125.200+i, 2001:db8:125::200+i   (L2VIP; no one holds them)
 //
 // The switch has no address. IPv6 runs without link-local addresses (every
-// address stays in the lab ranges) and without DAD; the client keeps the
+// address stays in the lab ranges; L2Options.LinkLocal gives the client
+// and the nodes the kernel's, on their link only) and without DAD; the client keeps the
 // kernel's default neighbour settings (FlushClientNeighbors forgets what
 // it learnt).
 //
@@ -65,6 +68,13 @@ const l2Net = 125
 type L2Options struct {
 	// Nodes is the number of node namespaces (default 3, at most 100).
 	Nodes int
+	// LinkLocal gives the client's and the nodes' links the kernel's IPv6
+	// link-local address (fe80::/64, on that link only), as every real
+	// host has. Nodes that forward IPv6 (kube-proxy's DNAT to a pod on
+	// another node) need it: Linux sends the Neighbor Solicitation for a
+	// forwarded packet's next hop from the link's link-local address, and
+	// sends none without one, so the node could not resolve the client.
+	LinkLocal bool
 }
 
 func (o *L2Options) defaults() error {
@@ -205,7 +215,20 @@ func (l *L2Lab) attach(ns, port string, addrs ...netip.Addr) error {
 	if err := ipn(l.Switch, "link", "set", "dev", port, "master", bridgeName, "up"); err != nil {
 		return err
 	}
-	return configureLink(ns, nsLink, addrs...)
+	if !l.Opts.LinkLocal {
+		return configureLink(ns, nsLink, addrs...)
+	}
+	// The kernel's link-local address, without DAD so that it is usable
+	// at once.
+	if _, err := execIn(context.Background(), ns, "sysctl", "-q", "-w", "net.ipv6.conf."+nsLink+".accept_dad=0"); err != nil {
+		return err
+	}
+	for _, a := range addrs {
+		if err := ipn(ns, addrArgs(a, nsLink)...); err != nil {
+			return err
+		}
+	}
+	return ipn(ns, "link", "set", "dev", nsLink, "up")
 }
 
 // --- addresses ---
@@ -234,6 +257,38 @@ func L2VIP(f Family, i int) netip.Addr {
 		panic(fmt.Sprintf("netlab: L2 VIP index %d out of range 0..%d", i, l2MaxVIPs-1))
 	}
 	return segmentAddr(f, l2Net, 200+i)
+}
+
+// L2CloudConfig is a cloud-config with one pool "l2" of eight addresses of
+// each family of the segment (L2VIP 0 to 7), answered with L2 and announced
+// with nothing else, followed by extra (more top-level fields, or "").
+func L2CloudConfig(extra string) string {
+	return fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
+kind: CloudConfig
+loadBalancer:
+  pools:
+  - name: l2
+    addresses: ["%s-%s", "%s-%s"]
+    announce: [L2]
+`, L2VIP(IPv4, 0), L2VIP(IPv4, 7), L2VIP(IPv6, 0), L2VIP(IPv6, 7)) + extra
+}
+
+// L2Owner is the node (by index) the agents must choose for vip among the
+// nodes alive: the first by rendezvous hashing of their addresses of vip's
+// family, as pkg/l2/elect decides; -1 when alive is empty.
+func L2Owner(vip netip.Addr, alive []int) int {
+	f := FamilyOf(vip)
+	var hops []netip.Addr
+	for _, i := range alive {
+		hops = append(hops, L2NodeAddr(f, i))
+	}
+	owner, _ := rendezvous.Owner(netip.PrefixFrom(vip, vip.BitLen()), hops)
+	for _, i := range alive {
+		if L2NodeAddr(f, i) == owner {
+			return i
+		}
+	}
+	return -1
 }
 
 // NodeAddrs are the node addresses of family f, by node index.

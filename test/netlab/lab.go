@@ -47,6 +47,14 @@ const (
 	IPv6 Family = 6
 )
 
+// FamilyOf is a's family.
+func FamilyOf(a netip.Addr) Family {
+	if a.Is6() {
+		return IPv6
+	}
+	return IPv4
+}
+
 // maxSpeakers and maxNodes bound the host numbers used on the node segment:
 // speakers take .2 to .9, nodes .11 upwards.
 const (

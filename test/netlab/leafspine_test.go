@@ -307,7 +307,7 @@ func startNodeBird(t *testing.T, ls *LeafSpine, r, i int, vips ...netip.Addr) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "log stderr all;\nrouter id %s;\nprotocol device {}\n", LeafSpineNodeAddr(IPv4, r, i))
 	for _, v := range vips {
-		fmt.Fprintf(&b, "protocol static {\n\t%s;\n\troute %s blackhole;\n}\n", channel(familyOf(v)), HostPrefix(v))
+		fmt.Fprintf(&b, "protocol static {\n\t%s;\n\troute %s blackhole;\n}\n", channel(FamilyOf(v)), HostPrefix(v))
 	}
 	for _, f := range []Family{IPv4, IPv6} {
 		fmt.Fprintf(&b, "protocol bgp tor_%d {\n\tlocal %s as %d;\n\tneighbor %s as %d;\n%s",
@@ -332,11 +332,4 @@ func startNodeBird(t *testing.T, ls *LeafSpine, r, i int, vips ...netip.Addr) {
 		}
 		p.Stop(routerStopGrace)
 	})
-}
-
-func familyOf(a netip.Addr) Family {
-	if a.Is6() {
-		return IPv6
-	}
-	return IPv4
 }

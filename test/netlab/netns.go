@@ -62,6 +62,17 @@ func (l *Lab) ServeHTTP(i int, addr string) error {
 // connection, and returns the body. The URL's host must be an address in the
 // lab ranges.
 func (l *Lab) ClientGet(ctx context.Context, rawURL string) (string, error) {
+	return getIn(ctx, l.Client, rawURL)
+}
+
+// ClientGet does an HTTP GET of rawURL from the L2 lab's client namespace,
+// as Lab.ClientGet does.
+func (l *L2Lab) ClientGet(ctx context.Context, rawURL string) (string, error) {
+	return getIn(ctx, l.Client, rawURL)
+}
+
+// getIn does an HTTP GET of rawURL from namespace ns on a new connection.
+func getIn(ctx context.Context, ns, rawURL string) (string, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return "", fmt.Errorf("netlab client get: %w", err)
@@ -74,7 +85,9 @@ func (l *Lab) ClientGet(ctx context.Context, rawURL string) (string, error) {
 		return "", fmt.Errorf("netlab client get: %w", err)
 	}
 	client := &http.Client{Transport: &http.Transport{
-		DialContext:       l.DialContextIn(l.Client),
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return framework.DialInNetNS(ctx, ns, network, addr)
+		},
 		DisableKeepAlives: true,
 		Proxy:             nil,
 	}}

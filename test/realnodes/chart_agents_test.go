@@ -88,7 +88,7 @@ func TestChartNodeAgentsOnRealNodes(t *testing.T) {
 		node := waitNode(t, n.Name, time.Minute, func(node *v1.Node) bool { return len(node.Spec.PodCIDRs) == 2 })
 		for _, c := range node.Spec.PodCIDRs {
 			p := netip.MustParsePrefix(c)
-			f := familyOf(p.Addr())
+			f := netlab.FamilyOf(p.Addr())
 			lab.RequireRoute(t, p, netlab.NodeAddr(f, i))
 			paths, err := lab.BGPPaths(p)
 			if err != nil {

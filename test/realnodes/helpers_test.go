@@ -278,10 +278,3 @@ func hasTaint(n *v1.Node, key string) bool {
 func nodeIndex(nodes []*framework.RealNode, name string) int {
 	return slices.IndexFunc(nodes, func(n *framework.RealNode) bool { return n.Name == name })
 }
-
-func familyOf(a netip.Addr) netlab.Family {
-	if a.Is6() {
-		return netlab.IPv6
-	}
-	return netlab.IPv4
-}

@@ -105,7 +105,7 @@ routes:
 		}
 		for _, c := range node.Spec.PodCIDRs {
 			p := netip.MustParsePrefix(c)
-			lab.RequireRoute(t, p, lab.NodeAddrs(familyOf(p.Addr()))[i])
+			lab.RequireRoute(t, p, lab.NodeAddrs(netlab.FamilyOf(p.Addr()))[i])
 		}
 	}
 
