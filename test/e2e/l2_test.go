@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -28,29 +26,6 @@ const l2Detection = 3 * time.Second
 
 // l2Node is the name of the L2 lab's node i.
 func l2Node(i int) string { return fmt.Sprintf("l2-node%d", i) }
-
-// waitClientMAC waits until the client resolves vip to node i's MAC, asking
-// (a ping, which nobody answers, sends ARP or NDP when the client has no
-// entry), and returns how long it took.
-func waitClientMAC(t *testing.T, lab *netlab.L2Lab, vip netip.Addr, i int, within time.Duration) time.Duration {
-	t.Helper()
-	want, err := lab.NodeMAC(i)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	var got net.HardwareAddr
-	for time.Since(start) < within {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		_ = lab.ClientPing(ctx, vip)
-		cancel()
-		if got, _, _, err = lab.ClientNeighbor(vip); err == nil && bytes.Equal(got, want) {
-			return time.Since(start)
-		}
-	}
-	t.Fatalf("the client resolves %s to %v, want node %d's %v after %s", vip, got, i, want, within)
-	return 0
-}
 
 // TestL2Agents runs the real node agent in the three node namespaces of an
 // L2 lab (a bridge as the switch, a client on it, no router), with the
@@ -92,7 +67,7 @@ func TestL2Agents(t *testing.T) {
 	all := []int{0, 1, 2}
 	for _, vip := range vips {
 		owner := netlab.L2Owner(vip, all)
-		took := waitClientMAC(t, lab, vip, owner, time.Minute)
+		took := lab.WaitClientMAC(t, vip, owner, time.Minute)
 		t.Logf("%s answered by node %d (%s after the status write, agents starting)", vip, owner, took.Round(time.Millisecond))
 	}
 
@@ -101,7 +76,7 @@ func TestL2Agents(t *testing.T) {
 		owner, next, watch := l2Fault(t, lab, vip)
 		defer watch.Close()
 		agents[owner].Kill() // SIGKILL
-		took := waitClientMAC(t, lab, vip, next, 10*time.Second)
+		took := lab.WaitClientMAC(t, vip, next, 10*time.Second)
 		t.Logf("node %d's agent killed: node %d answers %s after %s", owner, next, vip, took.Round(time.Millisecond))
 		if took > l2Detection {
 			t.Errorf("takeover took %s, more than %s", took, l2Detection)
@@ -111,7 +86,7 @@ func TestL2Agents(t *testing.T) {
 			t.Fatal(err)
 		}
 		agents[owner].Process = p
-		waitClientMAC(t, lab, vip, owner, 30*time.Second)
+		lab.WaitClientMAC(t, vip, owner, 30*time.Second)
 		if o := netlab.OverlapOfMACs(watch.Replies(), time.Second); o > l2Detection {
 			t.Errorf("two nodes answered %s together for %s", vip, o)
 		}
@@ -126,7 +101,7 @@ func TestL2Agents(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { _ = undo() }()
-		took := waitClientMAC(t, lab, vip, next, 10*time.Second)
+		took := lab.WaitClientMAC(t, vip, next, 10*time.Second)
 		t.Logf("node %d cut off: node %d answers %s after %s", owner, next, vip, took.Round(time.Millisecond))
 		// The cut-off node keeps quiet: the client, asking afresh, hears
 		// only the new owner.
@@ -134,14 +109,14 @@ func TestL2Agents(t *testing.T) {
 		if err := lab.FlushClientNeighbors(); err != nil {
 			t.Fatal(err)
 		}
-		waitClientMAC(t, lab, vip, next, 5*time.Second)
+		lab.WaitClientMAC(t, vip, next, 5*time.Second)
 		if o := netlab.OverlapOfMACs(watch.Replies(), time.Second); o > l2Detection {
 			t.Errorf("two nodes answered %s together for %s", vip, o)
 		}
 		if err := undo(); err != nil {
 			t.Fatal(err)
 		}
-		waitClientMAC(t, lab, vip, owner, 30*time.Second)
+		lab.WaitClientMAC(t, vip, owner, 30*time.Second)
 	})
 }
 

@@ -1,6 +1,7 @@
 package netlab
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/metal-ccm/metal-ccm/pkg/rendezvous"
 )
@@ -341,6 +343,35 @@ func hardwareAddr(ns, dev string) (net.HardwareAddr, error) {
 		return nil, fmt.Errorf("MAC address of %s in %s: %w", dev, ns, err)
 	}
 	return mac, nil
+}
+
+// WaitClientMAC waits until the client resolves vip to node i's MAC, and
+// returns how long it took. Between looks it nudges the client: by
+// default a ping (which nobody needs to answer), that has it ask by ARP or
+// NDP when it has no entry, and probe a stale one; every nudge is given
+// 200 ms.
+func (l *L2Lab) WaitClientMAC(t testing.TB, vip netip.Addr, i int, within time.Duration, nudge ...func(context.Context)) time.Duration {
+	t.Helper()
+	want, err := l.NodeMAC(i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poke := func(ctx context.Context) { _ = l.ClientPing(ctx, vip) }
+	if len(nudge) > 0 {
+		poke = nudge[0]
+	}
+	start := time.Now()
+	var got net.HardwareAddr
+	for time.Since(start) < within {
+		if got, _, _, err = l.ClientNeighbor(vip); err == nil && bytes.Equal(got, want) {
+			return time.Since(start)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		poke(ctx)
+		cancel()
+	}
+	t.Fatalf("the client resolves %s to %v, want node %d's %v after %s", vip, got, i, want, within)
+	return 0
 }
 
 // SetNodeLink sets the switch's port of node i down or up. Down, the node

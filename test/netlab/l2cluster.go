@@ -1,0 +1,136 @@
+package netlab
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/metal-ccm/metal-ccm/test/framework"
+)
+
+// L2ClusterOptions describe an L2 cluster: what its real nodes run and
+// the CCM's and agents' cloud-config.
+type L2ClusterOptions struct {
+	CP     *framework.ControlPlane
+	Client kubernetes.Interface
+	// Prefix names the nodes: Prefix0, Prefix1, Prefix2.
+	Prefix string
+	// Images and SandboxImage are the nodes' images (images.BuildNodeImages).
+	Images       []string
+	SandboxImage string
+	// CloudConfig is the path of the cloud-config of the CCM and the agents.
+	CloudConfig string
+	// LeaseName is the CCM's leader-election lease, apart from other CCMs'.
+	LeaseName string
+}
+
+// L2Cluster is an L2 lab with a real node in each node namespace
+// (containerd, kubelet, kube-proxy), the CCM on the first node's network as
+// a replica runs on a node (its L2 observer joins the agents' membership
+// from there), and the real node agent on each node with its
+// least-privilege identity: the cluster of a user of L2, without a router.
+type L2Cluster struct {
+	*L2Lab
+	RealNodes []*framework.RealNode
+	Agents    []*framework.NodeAgent
+}
+
+// StartL2Cluster starts an L2 cluster of three nodes; the test's cleanup
+// stops it. The nodes route each other's pod CIDRs over the segment, as a
+// flat network without a router needs them.
+func StartL2Cluster(t *testing.T, o L2ClusterOptions) *L2Cluster {
+	t.Helper()
+	c := &L2Cluster{L2Lab: NewL2(t, L2Options{Nodes: 3, LinkLocal: true})}
+	ctx := context.Background()
+	for i := range c.Nodes {
+		name := fmt.Sprintf("%s%d", o.Prefix, i)
+		t.Cleanup(func() { _ = o.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		c.RealNodes = append(c.RealNodes, o.CP.StartRealNode(ctx, t, framework.RealNodeOptions{
+			Name: name, NetNS: c.Nodes[i], Images: o.Images, SandboxImage: o.SandboxImage,
+			NodeIPs: []string{L2NodeAddr(IPv4, i).String(), L2NodeAddr(IPv6, i).String()},
+		}))
+	}
+	o.CP.StartCCMForTest(t, framework.CCMOptions{Name: "ccm-" + o.Prefix, CloudConfig: o.CloudConfig, NetNS: c.Nodes[0],
+		Kubeconfig: c.RealNodes[0].Kubeconfig(), Args: []string{
+			"--leader-elect-resource-name", o.LeaseName, "--allocate-node-cidrs=false",
+			"--configure-cloud-routes=false", "--node-monitor-period", "1s",
+		}})
+	cidrs := make([][]netip.Prefix, len(c.RealNodes))
+	for i, n := range c.RealNodes {
+		node := framework.WaitNode(t, o.Client, n.Name, time.Minute, func(node *v1.Node) bool {
+			return !framework.Uninitialized(node) && nodeReady(node) && len(node.Spec.PodCIDRs) == 2 &&
+				!slices.ContainsFunc(node.Spec.Taints, func(t v1.Taint) bool { return t.Key == v1.TaintNodeNotReady })
+		})
+		for _, s := range node.Spec.PodCIDRs {
+			cidrs[i] = append(cidrs[i], netip.MustParsePrefix(s))
+		}
+	}
+	for j := range c.RealNodes {
+		for i, own := range cidrs {
+			for _, p := range own {
+				if i == j {
+					continue
+				}
+				via := L2NodeAddr(FamilyOf(p.Addr()), i)
+				if _, err := c.NodeRun(ctx, j, "ip", "route", "add", p.String(), "via", via.String()); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	token := o.CP.NodeAgentToken(t)
+	dir := t.TempDir()
+	for i, n := range c.RealNodes {
+		kc := filepath.Join(dir, fmt.Sprintf("agent-kubeconfig-%d", i))
+		if err := n.WriteKubeconfig(kc, framework.NodeAgentName, token); err != nil {
+			t.Fatal(err)
+		}
+		c.Agents = append(c.Agents, framework.StartNodeAgentForTest(t, framework.NodeAgentOptions{
+			Name: "agent-" + n.Name, LogPath: filepath.Join(o.CP.Dir, "logs", "agent-"+n.Name+".log"),
+			NetNS: n.NetNS, Node: n.Name, Kubeconfig: kc, CloudConfig: o.CloudConfig,
+		}))
+	}
+	return c
+}
+
+func nodeReady(n *v1.Node) bool {
+	return slices.ContainsFunc(n.Status.Conditions, func(c v1.NodeCondition) bool {
+		return c.Type == v1.NodeReady && c.Status == v1.ConditionTrue
+	})
+}
+
+// WaitMAC waits until the client resolves vip to node i's MAC, and
+// returns how long it took (L2Lab.WaitClientMAC, with requests to vip).
+func (c *L2Cluster) WaitMAC(t testing.TB, vip netip.Addr, i int, within time.Duration) time.Duration {
+	t.Helper()
+	return c.WaitClientMAC(t, vip, i, within, func(ctx context.Context) { _, _ = c.ClientGet(ctx, VIPURL(vip)) })
+}
+
+// WaitAnswers waits until vip answers the client ten times in a row (the
+// nodes' kube-proxies program a Service each on its own sync).
+func (c *L2Cluster) WaitAnswers(t testing.TB, vip netip.Addr) {
+	t.Helper()
+	inARow := 0
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if _, err := c.ClientGet(rctx, VIPURL(vip)); err != nil {
+			inARow = 0
+			return false, nil
+		}
+		inARow++
+		return inARow >= 10, nil
+	})
+	if err != nil {
+		t.Fatalf("%s does not answer the client ten times in a row: %v", vip, err)
+	}
+}
