@@ -133,10 +133,6 @@ func startPowerLab(t *testing.T) *powerLab {
 	t.Helper()
 	ctx := context.Background()
 	pl := &powerLab{}
-	dir, err := os.MkdirTemp("", "metal-ccm-poweroff-")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Registered first, so it runs last: once the nodes have stopped, take
 	// away what their kube-proxy and CNI left in the suite lab's node
 	// namespaces, for the tests that follow.
@@ -144,26 +140,10 @@ func startPowerLab(t *testing.T) *powerLab {
 		for _, ns := range lab.Nodes {
 			cleanNodeNamespace(t, ns)
 		}
-		if t.Failed() {
-			t.Logf("power-off control plane, CCM and node files kept in %s", dir)
-		} else {
-			_ = os.RemoveAll(dir)
-		}
 	})
-	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	pl.cp, err = framework.StartControlPlane(cctx, framework.Options{Dir: dir, RealNodes: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pl.cp.Stop)
-	if pl.client, err = pl.cp.Client(); err != nil {
-		t.Fatal(err)
-	}
-	archives, pauseRef, err := images.BuildNodeImages(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	own := startOwnPlane(t, "poweroff")
+	pl.cp, pl.client = own.cp, own.client
+	archives, pauseRef := own.archives, own.pauseRef
 
 	pl.nodes = make([]*framework.RealNode, len(lab.Nodes))
 	for i := range lab.Nodes {
@@ -260,9 +240,15 @@ func echoDeployment(name string, onNodes []string) *appsv1.Deployment {
 // waitPods waits until n echo pods are Ready.
 func (pl *powerLab) waitPods(t *testing.T, n int) {
 	t.Helper()
+	waitEchoPods(t, pl.client, pl.ns, n)
+}
+
+// waitEchoPods waits until n pods app=echo of namespace ns are Ready.
+func waitEchoPods(t *testing.T, cs kubernetes.Interface, ns string, n int) {
+	t.Helper()
 	var states []string
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		l, err := pl.client.CoreV1().Pods(pl.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=echo"})
+		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=echo"})
 		if err != nil {
 			return false, nil //nolint:nilerr // retried
 		}
@@ -534,11 +520,15 @@ func (pl *powerLab) serviceIPs() []string {
 
 // deletePods deletes the namespace's pods at once (none before the
 // namespace exists).
-func (pl *powerLab) deletePods() {
-	if pl.ns == "" {
+func (pl *powerLab) deletePods() { deletePods(pl.client, pl.ns) }
+
+// deletePods deletes the pods of namespace ns at once ("": none), so that
+// the kubelets stop their containers before they stop themselves.
+func deletePods(cs kubernetes.Interface, ns string) {
+	if ns == "" {
 		return
 	}
-	_ = pl.client.CoreV1().Pods(pl.ns).DeleteCollection(context.Background(),
+	_ = cs.CoreV1().Pods(ns).DeleteCollection(context.Background(),
 		metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
 }
 
