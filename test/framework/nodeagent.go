@@ -6,10 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 )
 
 // NodeAgentOptions describe a metal-node-agent process in a node's network
@@ -63,23 +59,16 @@ const NodeAgentName = "metal-node-agent"
 // token of its ServiceAccount.
 func (cp *ControlPlane) NodeAgentToken(t testing.TB) string {
 	t.Helper()
-	ctx := context.Background()
-	manifest := filepath.Join(RepoRoot(), "deploy", "node-agent", "agent.yaml")
-	if _, err := cp.Kubectl(ctx, "apply", "-f", manifest); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = cp.Kubectl(context.Background(), "delete", "--ignore-not-found", "-f", manifest) })
-	cs, err := cp.Client()
+	// Registered first: the delete ignores what an apply that failed
+	// did not create.
+	t.Cleanup(func() {
+		_, _ = cp.Kubectl(context.Background(), "delete", "--ignore-not-found", "-f", nodeAgentManifest())
+	})
+	token, err := cp.CreateNodeAgentToken(context.Background(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := cs.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, NodeAgentName, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("token for kube-system/%s: %v", NodeAgentName, err)
-	}
-	return tr.Status.Token
+	return token
 }
 
 // NodeAgent is a node agent started for a test: Restart starts it again

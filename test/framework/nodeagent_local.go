@@ -1,0 +1,42 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// nodeAgentManifest is the node agent's identity as the chart renders it:
+// its ServiceAccount, ClusterRole and binding (and a DaemonSet that stays
+// unscheduled where no DaemonSet controller runs).
+func nodeAgentManifest() string {
+	return filepath.Join(RepoRoot(), "deploy", "node-agent", "agent.yaml")
+}
+
+// CreateNodeAgentToken applies the node agent's least-privilege identity
+// (deploy/node-agent/agent.yaml: read Services, Nodes and EndpointSlices,
+// create Events) and returns a token of its ServiceAccount valid for
+// expiration, for agents started outside a test (make run). Nothing is
+// deleted afterwards: the identity goes with the control plane. A test
+// uses NodeAgentToken, which deletes it when the test ends.
+func (cp *ControlPlane) CreateNodeAgentToken(ctx context.Context, expiration time.Duration) (string, error) {
+	if _, err := cp.Kubectl(ctx, "apply", "-f", nodeAgentManifest()); err != nil {
+		return "", err
+	}
+	cs, err := cp.Client()
+	if err != nil {
+		return "", err
+	}
+	tr, err := cs.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, NodeAgentName, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(expiration / time.Second))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("token for kube-system/%s: %w", NodeAgentName, err)
+	}
+	return tr.Status.Token, nil
+}
