@@ -18,7 +18,7 @@ bench: ## Benchmarks against the real control plane (docs/performance.md)
 chaos: ## Fault-injection suite (docs/reliability.md)
 	hack/chaos.sh
 
-run: ## A local control plane, the CCM and a few nodes, until Ctrl-C
+run: ## A local control plane, the CCM and a few nodes, until Ctrl-C (as root: REAL_NODES=1, L2=1)
 	hack/local-up.sh
 
 run-detached: ## As run, but returns; stop with `make down`

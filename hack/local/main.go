@@ -4,10 +4,12 @@
 // would register them. As root, with --real-nodes, the nodes are real
 // instead: containerd, a kubelet and kube-proxy in each node namespace of
 // the router lab, with kube-scheduler, so pods run and LoadBalancer addresses
-// reach them.
+// reach them. As root, with --l2, the real nodes are on one Ethernet
+// segment of the L2 lab, with no router at all: the node agents answer ARP
+// and Neighbor Solicitations for the LoadBalancer addresses (l2.go).
 //
-//	local up [--detach | --real-nodes]   start; without --detach, run until Ctrl-C
-//	local down                           stop what `up` left running
+//	local up [--detach | --real-nodes | --l2]   start; without --detach, run until Ctrl-C
+//	local down                                  stop what `up` left running
 package main
 
 import (
@@ -33,9 +35,13 @@ import (
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
 
+// localNode is a node of `up`: its name and kubelet --node-ip (comma
+// separated, one address per family).
+type localNode struct{ name, ip string }
+
 // nodes registered by `up`: name and kubelet --node-ip.
 // Their addresses are those of the router lab's node namespaces (netlab).
-var nodes = []struct{ name, ip string }{
+var nodes = []localNode{
 	{"node-1", "198.18.10.11,2001:db8:10::11"},
 	{"node-2", "198.18.10.12,2001:db8:10::12"},
 	{"node-3", "198.18.10.13,2001:db8:10::13"},
@@ -51,7 +57,7 @@ func main() {
 
 func run() error {
 	if len(os.Args) < 2 {
-		return errors.New("usage: local up [--detach | --real-nodes] | local down")
+		return errors.New("usage: local up [--detach | --real-nodes | --l2] | local down")
 	}
 	root := framework.RepoRoot()
 	dir := filepath.Join(root, "_output", "local")
@@ -60,8 +66,17 @@ func run() error {
 		fs := flag.NewFlagSet("up", flag.ContinueOnError)
 		detach := fs.Bool("detach", false, "leave the cluster running and return; stop it with hack/local-down.sh")
 		realNodes := fs.Bool("real-nodes", false, "as root: run real nodes (containerd, kubelet, kube-proxy) in the router lab's node namespaces instead of registering nodes")
+		l2 := fs.Bool("l2", false, "as root: real nodes on one Ethernet segment with no router; the node agents announce the LoadBalancer addresses with ARP and NDP (implies --real-nodes)")
 		if err := fs.Parse(os.Args[2:]); err != nil {
 			return err
+		}
+		if *l2 {
+			if *detach {
+				// As with --real-nodes: the lab, the nodes' API relays
+				// and the agents live in this process.
+				return errors.New("--l2 runs only in the foreground (the lab, the nodes' API relay and the agents live in this process): drop --detach, stop it with Ctrl-C or hack/local-down.sh")
+			}
+			return upL2(root, dir)
 		}
 		if *realNodes && *detach {
 			// The lab's namespaces and the nodes' API relay live in this
@@ -78,12 +93,21 @@ func run() error {
 
 func pidFile(dir string) string { return filepath.Join(dir, "pids") }
 
-func up(root, dir string, detach, realNodes bool) error {
+// claimDir refuses to start while the pid file says a local cluster runs,
+// and empties dir of the previous run's files.
+func claimDir(dir string) error {
 	if _, err := os.Stat(pidFile(dir)); err == nil {
 		return fmt.Errorf("a local cluster is already running (%s); stop it with hack/local-down.sh", pidFile(dir))
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("clean %s: %w", dir, err)
+	}
+	return nil
+}
+
+func up(root, dir string, detach, realNodes bool) error {
+	if err := claimDir(dir); err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -180,7 +204,7 @@ func up(root, dir string, detach, realNodes bool) error {
 	}
 	var readyAt *readyTimes
 	if realNodes {
-		readyAt = watchReady(ctx, cs)
+		readyAt = watchReady(ctx, cs, len(nodes))
 		realNodeList, err = startRealNodes(ctx, cp, lab, archives, pauseRef)
 	} else {
 		err = registerNodes(ctx, cs)
@@ -189,7 +213,7 @@ func up(root, dir string, detach, realNodes bool) error {
 		cleanup()
 		return err
 	}
-	if err := waitNodes(ctx, cs, readyAt); err != nil {
+	if _, err := waitNodes(ctx, cs, len(nodes), readyAt); err != nil {
 		cleanup()
 		return err
 	}
@@ -202,7 +226,7 @@ func up(root, dir string, detach, realNodes bool) error {
 	if realNodes {
 		fmt.Printf("\nBGP router: namespace %s (birdc -s %s show route)\n", lab.Router, lab.BirdSocket())
 		printRealNodeHelp(lab, cp.AdminKubeconfig, realNodeList)
-	} else if err := demoService(ctx, cs); err != nil {
+	} else if _, err := demoService(ctx, cs, demoSpec()); err != nil {
 		cleanup()
 		return err
 	}
@@ -240,24 +264,26 @@ func registerNodes(ctx context.Context, cs kubernetes.Interface) error {
 	return nil
 }
 
-// waitNodes waits until every node of `nodes` exists and the CCM has
-// initialized it, and prints them. With real nodes (readyAt, which it keeps
-// up to date) it also waits until they are Ready; they register themselves,
-// so it also waits for them to appear.
-func waitNodes(ctx context.Context, cs kubernetes.Interface, readyAt *readyTimes) error {
+// waitNodes waits until want nodes exist and the CCM has initialized them,
+// prints them and returns them. With real nodes (readyAt, which it keeps up
+// to date) it also waits until they are Ready and without the not-ready
+// taint (pods are scheduled onto them then); they register themselves, so it
+// also waits for them to appear.
+func waitNodes(ctx context.Context, cs kubernetes.Interface, want int, readyAt *readyTimes) ([]v1.Node, error) {
 	ready := readyAt != nil
 	if ready {
 		fmt.Println("\nWaiting for the kubelets to register, the CCM to initialize the nodes and them to turn Ready ...")
 	} else {
 		fmt.Println("\nWaiting for the CCM to initialize them ...")
 	}
+	var got []v1.Node
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil //nolint:nilerr // keep polling
 		}
 		readyAt.record(list.Items)
-		if len(list.Items) < len(nodes) {
+		if len(list.Items) < want {
 			return false, nil
 		}
 		for i := range list.Items {
@@ -265,11 +291,12 @@ func waitNodes(ctx context.Context, cs kubernetes.Interface, readyAt *readyTimes
 				return false, nil
 			}
 			for _, t := range list.Items[i].Spec.Taints {
-				if t.Key == cloudproviderapi.TaintExternalCloudProvider {
+				if t.Key == cloudproviderapi.TaintExternalCloudProvider || (ready && t.Key == v1.TaintNodeNotReady) {
 					return false, nil
 				}
 			}
 		}
+		got = list.Items
 		fmt.Printf("%-8s %-30s %-10s %-12s %s\n", "NODE", "PROVIDER ID", "REGION", "ZONE", "INSTANCE TYPE")
 		for _, n := range list.Items {
 			fmt.Printf("%-8s %-30s %-10s %-12s %s\n", n.Name, n.Spec.ProviderID, n.Labels["topology.kubernetes.io/region"],
@@ -278,29 +305,46 @@ func waitNodes(ctx context.Context, cs kubernetes.Interface, readyAt *readyTimes
 		return true, nil
 	})
 	if err != nil {
-		return fmt.Errorf("wait for the nodes: %w", err)
+		return nil, fmt.Errorf("wait for the nodes: %w", err)
 	}
-	return nil
+	return got, nil
 }
 
-// demoService creates a LoadBalancer Service and prints its address.
-func demoService(ctx context.Context, cs kubernetes.Interface) error {
-	svc := &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo"},
-		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "demo"},
-			Ports: []v1.ServicePort{{Name: "http", Port: 80}}},
-	}
+// demoSpec is the spec of the demo Service of registered nodes: a
+// LoadBalancer on port 80 whose selector no pod matches (serveVIPs answers
+// for it in the router lab's node namespaces).
+func demoSpec() v1.ServiceSpec {
+	return v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "demo"},
+		Ports: []v1.ServicePort{{Name: "http", Port: 80}}}
+}
+
+// demoService creates the LoadBalancer Service default/demo with spec,
+// waits until it has an address of each of its IP families, prints them and
+// returns them.
+func demoService(ctx context.Context, cs kubernetes.Interface, spec v1.ServiceSpec) ([]string, error) {
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo"}, Spec: spec}
 	if _, err := cs.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create demo Service: %w", err)
+		return nil, fmt.Errorf("create demo Service: %w", err)
 	}
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	var ips []string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		s, err := cs.CoreV1().Services("default").Get(ctx, "demo", metav1.GetOptions{})
-		if err != nil || len(s.Status.LoadBalancer.Ingress) == 0 {
+		// The API server fills spec.ipFamilies in; a dual-stack Service
+		// has an address of each family once the CCM allocated both.
+		if err != nil || len(s.Status.LoadBalancer.Ingress) == 0 || len(s.Status.LoadBalancer.Ingress) < len(s.Spec.IPFamilies) {
 			return false, nil //nolint:nilerr // keep polling
 		}
-		fmt.Printf("\nLoadBalancer Service default/demo got EXTERNAL-IP %s\n", s.Status.LoadBalancer.Ingress[0].IP)
+		ips = ips[:0]
+		for _, in := range s.Status.LoadBalancer.Ingress {
+			ips = append(ips, in.IP)
+		}
+		fmt.Printf("\nLoadBalancer Service default/demo got EXTERNAL-IP %s\n", strings.Join(ips, ","))
 		return true, nil
 	})
+	if err != nil {
+		return nil, fmt.Errorf("wait for the demo Service's addresses: %w", err)
+	}
+	return ips, nil
 }
 
 // foregroundName marks, in the pid file, the `up` process that runs in the

@@ -52,17 +52,26 @@ func buildImages(ctx context.Context, root, dir string) (archives []string, paus
 // kube-controller-manager's allocator, as on a kubeadm cluster. On error the
 // nodes started so far are returned for the caller to stop.
 func startRealNodes(ctx context.Context, cp *framework.ControlPlane, lab *netlab.Lab, archives []string, pauseRef string) ([]*framework.RealNode, error) {
-	var started []*framework.RealNode
 	for i, n := range nodes {
-		ips := strings.Split(n.ip, ",")
 		// The names and addresses above are also the example config's
 		// inventory; a lab that numbered its nodes differently would leave
 		// the kubelets' --node-ip on no interface.
-		if want := lab.NodeAddrs(netlab.IPv4)[i].String(); ips[0] != want {
-			return started, fmt.Errorf("node %s: address %s, but lab node %d has %s", n.name, ips[0], i, want)
+		if ip, want := strings.Split(n.ip, ",")[0], lab.NodeAddrs(netlab.IPv4)[i].String(); ip != want {
+			return nil, fmt.Errorf("node %s: address %s, but lab node %d has %s", n.name, ip, i, want)
 		}
+	}
+	return launchRealNodes(ctx, cp, nodes, lab.Nodes, archives, pauseRef)
+}
+
+// launchRealNodes starts real node list[i] in network namespace netns[i],
+// one after another, and points the kubernetes Service at the first one's
+// API relay. On error the nodes started so far are returned for the caller
+// to stop.
+func launchRealNodes(ctx context.Context, cp *framework.ControlPlane, list []localNode, netns []string, archives []string, pauseRef string) ([]*framework.RealNode, error) {
+	var started []*framework.RealNode
+	for i, n := range list {
 		node, err := cp.LaunchRealNode(ctx, framework.RealNodeOptions{
-			Name: n.name, NetNS: lab.Nodes[i], NodeIPs: ips, Images: archives, SandboxImage: pauseRef,
+			Name: n.name, NetNS: netns[i], NodeIPs: strings.Split(n.ip, ","), Images: archives, SandboxImage: pauseRef,
 		})
 		if err != nil {
 			if node != nil {
@@ -71,7 +80,7 @@ func startRealNodes(ctx context.Context, cp *framework.ControlPlane, lab *netlab
 			return started, err
 		}
 		started = append(started, node)
-		fmt.Printf("Started real node %s in %s (kubelet --node-ip=%s), files in %s\n", n.name, lab.Nodes[i], n.ip, node.Dir)
+		fmt.Printf("Started real node %s in %s (kubelet --node-ip=%s), files in %s\n", n.name, netns[i], n.ip, node.Dir)
 	}
 	// Pods that use in-cluster configuration reach the API server through
 	// the kubernetes Service; the API server listens on the host's
@@ -86,14 +95,15 @@ func startRealNodes(ctx context.Context, cp *framework.ControlPlane, lab *netlab
 // before the first node starts: the nodes start one after another, and a
 // wait that began after the last one would date the first ones' Ready late.
 type readyTimes struct {
-	mu sync.Mutex
-	at map[string]time.Time
+	want int // how many nodes to see Ready
+	mu   sync.Mutex
+	at   map[string]time.Time
 }
 
-// watchReady polls the nodes every 100 ms until every node of `nodes` has
-// been seen Ready, or ctx ends.
-func watchReady(ctx context.Context, cs kubernetes.Interface) *readyTimes {
-	r := &readyTimes{at: map[string]time.Time{}}
+// watchReady polls the nodes every 100 ms until want nodes have been seen
+// Ready, or ctx ends.
+func watchReady(ctx context.Context, cs kubernetes.Interface, want int) *readyTimes {
+	r := &readyTimes{want: want, at: map[string]time.Time{}}
 	go func() {
 		for ctx.Err() == nil {
 			if list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil && r.record(list.Items) {
@@ -109,7 +119,7 @@ func watchReady(ctx context.Context, cs kubernetes.Interface) *readyTimes {
 }
 
 // record notes the nodes first seen Ready in list, and reports whether
-// every node of `nodes` has been. waitNodes records too: its last poll may
+// r.want nodes have been. waitNodes records too: its last poll may
 // see a node Ready before this watch does.
 func (r *readyTimes) record(list []v1.Node) bool {
 	if r == nil {
@@ -122,7 +132,7 @@ func (r *readyTimes) record(list []v1.Node) bool {
 			r.at[list[i].Name] = time.Now()
 		}
 	}
-	return len(r.at) >= len(nodes)
+	return len(r.at) >= r.want
 }
 
 func (r *readyTimes) get(name string) (time.Time, bool) {
