@@ -74,18 +74,8 @@ func StartL2Cluster(t *testing.T, o L2ClusterOptions) *L2Cluster {
 			cidrs[i] = append(cidrs[i], netip.MustParsePrefix(s))
 		}
 	}
-	for j := range c.RealNodes {
-		for i, own := range cidrs {
-			for _, p := range own {
-				if i == j {
-					continue
-				}
-				via := L2NodeAddr(FamilyOf(p.Addr()), i)
-				if _, err := c.NodeRun(ctx, j, "ip", "route", "add", p.String(), "via", via.String()); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
+	if err := c.RoutePodCIDRs(cidrs); err != nil {
+		t.Fatal(err)
 	}
 	token := o.CP.NodeAgentToken(t)
 	dir := t.TempDir()
