@@ -180,16 +180,10 @@ func (e *env) measureAgent(ctx context.Context, al *agentLab, node string) (agen
 		return r, fmt.Errorf("bench: %w", err)
 	}
 	defer p.Stop(10 * time.Second)
-	alive := func() error {
-		if p.Exited() {
-			return errors.New("bench: the agent exited; see " + p.LogPath)
-		}
-		return nil
-	}
 	want := float64(e.o.AgentServices)
 	var exited error
 	if err := e.waitForEvery(ctx, time.Second, "agent holds every path", func() (bool, string) {
-		if exited = alive(); exited != nil {
+		if exited = agentExited(p); exited != nil {
 			return true, "" // no use waiting longer
 		}
 		n, err := al.prefixes(ctx)
@@ -203,11 +197,38 @@ func (e *env) measureAgent(ctx context.Context, al *agentLab, node string) (agen
 	if exited != nil {
 		return r, exited
 	}
-	r.startup = time.Since(started)
+	startup := time.Since(started)
+	if r, err = e.watchIdleAgent(ctx, p, min(agentWarmup, e.o.AgentIdle), e.o.AgentIdle); err != nil {
+		return r, err
+	}
+	r.startup = startup
+	// Read after the CPU sample: the scrape is the harness's, not idle work.
+	if r.prefixes, err = al.prefixes(ctx); err != nil {
+		return r, err
+	}
+	e.log.Info("Agent measured", "cpuPct", r.cpuPct, "rssMiB", mib(r.rss), "hwmMiB", mib(r.hwm), "prefixes", r.prefixes)
+	return r, nil
+}
+
+// agentExited fails when the agent p has exited.
+func agentExited(p *framework.Process) error {
+	if p.Exited() {
+		return errors.New("bench: the agent exited; see " + p.LogPath)
+	}
+	return nil
+}
+
+// watchIdleAgent lets the started agent p warm up for warmup, then watches
+// it for idle: its CPU (of one core, and the kernel's part), its RSS at the
+// end, the highest sampled and VmHWM, the anonymous and file-backed parts,
+// and the last gctrace line of its log. The caller sets startup and what
+// the agent holds.
+func (e *env) watchIdleAgent(ctx context.Context, p *framework.Process, warmup, idle time.Duration) (agentRun, error) {
+	var r agentRun
 	select {
 	case <-ctx.Done():
 		return r, fmt.Errorf("bench: %w", ctx.Err())
-	case <-time.After(min(agentWarmup, e.o.AgentIdle)):
+	case <-time.After(warmup):
 	}
 	type at struct {
 		t   time.Time
@@ -228,7 +249,7 @@ func (e *env) measureAgent(ctx context.Context, al *agentLab, node string) (agen
 		return r, err
 	}
 	peak := before.st.RSS
-	end := before.t.Add(e.o.AgentIdle)
+	end := before.t.Add(idle)
 	for left := time.Until(end); left > 0; left = time.Until(end) {
 		select {
 		case <-ctx.Done():
@@ -245,11 +266,7 @@ func (e *env) measureAgent(ctx context.Context, al *agentLab, node string) (agen
 	if err != nil {
 		return r, err
 	}
-	if err := alive(); err != nil {
-		return r, err
-	}
-	// Read after the CPU sample: the scrape is the harness's, not idle work.
-	if r.prefixes, err = al.prefixes(ctx); err != nil {
+	if err := agentExited(p); err != nil {
 		return r, err
 	}
 	wall := after.t.Sub(before.t).Seconds()
@@ -260,7 +277,6 @@ func (e *env) measureAgent(ctx context.Context, al *agentLab, node string) (agen
 		return r, err
 	}
 	r.heapMB, r.heapGoalMB = lastGC(p.LogPath)
-	e.log.Info("Agent measured", "cpuPct", r.cpuPct, "rssMiB", mib(r.rss), "hwmMiB", mib(r.hwm), "prefixes", r.prefixes)
 	return r, nil
 }
 

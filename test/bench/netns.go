@@ -39,11 +39,13 @@ func startBenchNetNS(e *env, ns string, prefix netip.Prefix, timeout time.Durati
 		}
 	}()
 	// A prefix on the loopback device makes every address of it local
-	// (the kernel adds a local route for the whole prefix).
-	for _, args := range [][]string{
-		{"-n", ns, "link", "set", "lo", "up"},
-		{"-n", ns, "addr", "add", prefix.String(), "dev", "lo"},
-	} {
+	// (the kernel adds a local route for the whole prefix). Without one
+	// (the zero Prefix) the caller gives the namespace its addresses.
+	cmds := [][]string{{"-n", ns, "link", "set", "lo", "up"}}
+	if prefix.IsValid() {
+		cmds = append(cmds, []string{"-n", ns, "addr", "add", prefix.String(), "dev", "lo"})
+	}
+	for _, args := range cmds {
 		if err := ipCmd(args...); err != nil {
 			return n, err
 		}
