@@ -25,6 +25,7 @@ const (
 	ScenarioHealth    = "health"
 	ScenarioAgent     = "agent"
 	ScenarioTor       = "tor"
+	ScenarioL2Agent   = "l2agent"
 	ScenarioJoin      = "join"
 	ScenarioLB        = "lb"
 	ScenarioChurn     = "churn"
@@ -33,7 +34,7 @@ const (
 )
 
 // AllScenarios lists every scenario in run order.
-var AllScenarios = []string{ScenarioHealth, ScenarioAgent, ScenarioTor, ScenarioJoin, ScenarioLB, ScenarioChurn, ScenarioEndpoints, ScenarioSteady}
+var AllScenarios = []string{ScenarioHealth, ScenarioAgent, ScenarioTor, ScenarioL2Agent, ScenarioJoin, ScenarioLB, ScenarioChurn, ScenarioEndpoints, ScenarioSteady}
 
 // Sizes the goals are stated for; a smaller run marks its goals "scaled".
 const (
@@ -66,6 +67,9 @@ type Options struct {
 	Router string
 	// Only lists the scenarios to run; empty runs all.
 	Only []string
+	// Skip lists the scenarios the profile leaves out (reported as
+	// skipped) unless Only names them.
+	Skip []string
 
 	// JoinNodes is the size of the node-join storm.
 	JoinNodes int
@@ -94,6 +98,10 @@ type Options struct {
 	// removes; TorFRR makes its ToR 1 FRR (ToR 0 stays BIRD).
 	TorChanges int
 	TorFRR     bool
+	// L2AgentNodes and L2AgentServices are the size of the L2 node agent
+	// scenario, and L2AgentIdle how long its agent is watched.
+	L2AgentNodes, L2AgentServices int
+	L2AgentIdle                   time.Duration
 
 	// Timeout bounds each wait for the CCM.
 	Timeout time.Duration
@@ -124,6 +132,7 @@ func Profile(name string) (Options, error) {
 		SteadyNodes: 1000, SteadyServices: 2000, SteadyIdle: 2 * time.Minute,
 		HealthNodes: 1000, HealthIdle: time.Minute,
 		AgentNodes: goalAgentNodes, AgentServices: goalAgentServices, AgentIdle: time.Minute, TorChanges: goalTorChanges,
+		L2AgentNodes: defaultL2AgentNodes, L2AgentServices: goalL2AgentServices, L2AgentIdle: time.Minute,
 		Timeout: 5 * time.Minute, ClientQPS: 100, ClientBurst: 200, Workers: 10,
 		PprofSeconds: 20,
 	}
@@ -138,6 +147,9 @@ func Profile(name string) (Options, error) {
 		o.HealthNodes, o.HealthIdle = 20, 3*time.Second
 		o.AgentNodes, o.AgentServices, o.AgentIdle = 20, 40, 3*time.Second
 		o.TorChanges = 2
+		// Not in `make test`: the agent's figure needs its full size.
+		o.Skip = []string{ScenarioL2Agent}
+		o.L2AgentNodes, o.L2AgentServices, o.L2AgentIdle = 3, 40, 3*time.Second
 		o.Timeout = 2 * time.Minute
 		o.PprofSeconds = 5
 	default:
@@ -151,7 +163,7 @@ func (o *Options) validate() error {
 	if o.Dir == "" {
 		errs = append(errs, errors.New("the scratch directory (Dir) is required"))
 	}
-	for _, id := range o.Only {
+	for _, id := range slices.Concat(o.Only, o.Skip) {
 		if !slices.Contains(AllScenarios, id) {
 			errs = append(errs, fmt.Errorf("unknown scenario %q (want %s)", id, strings.Join(AllScenarios, ", ")))
 		}
@@ -168,6 +180,7 @@ func (o *Options) validate() error {
 		{"steady Services", o.SteadyServices, maxServices}, {"health nodes", o.HealthNodes, maxHealthNodes},
 		{"agent nodes", o.AgentNodes, maxAgentNodes}, {"agent Services", o.AgentServices, maxServices},
 		{"ToR changes", o.TorChanges, maxTorChanges},
+		{"L2 agent nodes", o.L2AgentNodes, maxL2AgentNodes}, {"L2 agent Services", o.L2AgentServices, maxL2AgentServices},
 	} {
 		if n.v < 1 || n.v > n.max {
 			errs = append(errs, fmt.Errorf("%s: %d out of range 1..%d", n.name, n.v, n.max))
@@ -176,7 +189,7 @@ func (o *Options) validate() error {
 	if o.LBServices+o.LocalServices > o.SteadyServices {
 		o.SteadyServices = o.LBServices + o.LocalServices
 	}
-	if o.ClientQPS <= 0 || o.ClientBurst < 1 || o.Workers < 1 || o.Timeout <= 0 || o.SteadyIdle <= 0 || o.HealthIdle <= 0 || o.AgentIdle <= 0 {
+	if o.ClientQPS <= 0 || o.ClientBurst < 1 || o.Workers < 1 || o.Timeout <= 0 || o.SteadyIdle <= 0 || o.HealthIdle <= 0 || o.AgentIdle <= 0 || o.L2AgentIdle <= 0 {
 		errs = append(errs, errors.New("client QPS, burst, workers, timeout and idle times must be positive"))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -186,6 +199,12 @@ func (o *Options) validate() error {
 }
 
 func (o *Options) runs(id string) bool { return len(o.Only) == 0 || slices.Contains(o.Only, id) }
+
+// skips says whether the profile leaves scenario id out: it is in Skip and
+// Only does not name it.
+func (o *Options) skips(id string) bool {
+	return slices.Contains(o.Skip, id) && !slices.Contains(o.Only, id)
+}
 
 // Run runs the scenarios and returns what they measured. A scenario that
 // fails is recorded with its error and the next one runs; Run's error is for
@@ -211,6 +230,8 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		{ScenarioAgent, "0b. Node agent", map[string]int{"nodes": o.AgentNodes, "services": o.AgentServices,
 			"idleSeconds": int(o.AgentIdle.Seconds())}, e.nodeAgent},
 		{ScenarioTor, "0c. Address to every ToR", map[string]int{"nodes": 4, "changes": o.TorChanges}, e.torRoutes},
+		{ScenarioL2Agent, "0d. Node agent with L2", map[string]int{"nodes": o.L2AgentNodes, "services": o.L2AgentServices,
+			"idleSeconds": int(o.L2AgentIdle.Seconds())}, e.l2Agent},
 		{ScenarioJoin, "1. Node-join storm", map[string]int{"nodes": o.JoinNodes}, e.joinStorm},
 		{ScenarioLB, "2. LoadBalancer storm", map[string]int{"services": o.LBServices, "labNodes": labNodes}, e.lbStorm},
 		{ScenarioChurn, "3. Node churn under load", map[string]int{"services": o.LBServices, "labNodes": labNodes}, e.nodeChurn},
@@ -228,9 +249,13 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 			s.Error = err.Error()
 			continue
 		}
+		if o.skips(st.id) {
+			s.Skipped = "left out of this profile (-only " + st.id + " runs it)"
+			continue
+		}
 		e.log.Info("Scenario", "title", st.title, "size", st.size)
 		stopProfile := func() {}
-		if !slices.Contains([]string{ScenarioSteady, ScenarioHealth, ScenarioAgent, ScenarioTor}, st.id) { // profiled while idle, or not the CCM's figures
+		if !slices.Contains([]string{ScenarioSteady, ScenarioHealth, ScenarioAgent, ScenarioTor, ScenarioL2Agent}, st.id) { // profiled while idle, or not the CCM's figures
 			stopProfile = e.profileCPU(ctx, st.id, o.PprofSeconds)
 		}
 		if err := st.run(ctx, s); err != nil {

@@ -37,8 +37,8 @@ type Machine struct {
 
 // Scenario is the outcome of one scenario.
 type Scenario struct {
-	// ID is the stable name: health, agent, tor, join, lb, churn, endpoints
-	// or steady.
+	// ID is the stable name: health, agent, tor, l2agent, join, lb, churn,
+	// endpoints or steady.
 	ID string `json:"id"`
 	// Title is the human name.
 	Title string `json:"title"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,8 +75,9 @@ func checkResults(t *testing.T, r *Results, o Options, router bool) {
 		case s == nil:
 			t.Errorf("scenario %s missing", id)
 			continue
-		case (id == ScenarioHealth || id == ScenarioAgent) && s.Skipped != "" && os.Geteuid() != 0,
-			id == ScenarioTor && s.Skipped != "" && netlab.Available() != nil:
+		case (id == ScenarioHealth || id == ScenarioAgent || id == ScenarioL2Agent) && s.Skipped != "" && os.Geteuid() != 0,
+			id == ScenarioTor && s.Skipped != "" && netlab.Available() != nil,
+			slices.Contains(o.Skip, id) && s.Skipped != "":
 			t.Logf("scenario %s skipped: %s", id, s.Skipped)
 			continue
 		case s.Error != "" || s.Skipped != "":
@@ -132,6 +134,13 @@ func checkResults(t *testing.T, r *Results, o Options, router bool) {
 		// every address.
 		count(ScenarioAgent, "prefixes", o.AgentServices)
 		positive(ScenarioAgent, "rss_mib", "rss_hwm_mib")
+	}
+	if s := r.Scenario(ScenarioL2Agent); s != nil && s.Skipped == "" {
+		// The agent answers for every address, and the client resolved
+		// each to its MAC.
+		count(ScenarioL2Agent, "answered", o.L2AgentServices)
+		count(ScenarioL2Agent, "resolved", o.L2AgentServices)
+		positive(ScenarioL2Agent, "rss_mib", "rss_hwm_mib")
 	}
 	if s := r.Scenario(ScenarioTor); s != nil && s.Skipped == "" {
 		// Every change reached both ToRs and left them.

@@ -66,6 +66,9 @@ func run() error {
 	agentServices := flag.Int("agent-services", def.AgentServices, "scenario 0b: LoadBalancer Services, each a path of the node agent")
 	agentIdle := flag.Duration("agent-idle", def.AgentIdle, "scenario 0b: how long to watch the idle node agent")
 	torChanges := flag.Int("tor-changes", def.TorChanges, "scenario 0c: addresses written into a Service's status and removed, one at a time")
+	l2AgentNodes := flag.Int("l2agent-nodes", def.L2AgentNodes, "scenario 0d: Ready nodes, the node agent's the only L2 one among them (at most 255)")
+	l2AgentServices := flag.Int("l2agent-services", def.L2AgentServices, "scenario 0d: LoadBalancer Services, each an L2 address the node agent answers for (at most 500)")
+	l2AgentIdle := flag.Duration("l2agent-idle", def.L2AgentIdle, "scenario 0d: how long to watch the idle node agent")
 	torFRR := flag.Bool("tor-frr", false, "scenario 0c: ToR 1 runs FRR (ToR 0 BIRD)")
 	timeout := flag.Duration("timeout", def.Timeout, "bound of each wait for the CCM")
 	qps := flag.Float64("kube-api-qps", float64(def.ClientQPS), "the CCM's --kube-api-qps, used by the floor's client")
@@ -88,7 +91,9 @@ func run() error {
 		"health-nodes": func() { o.HealthNodes = *healthNodes }, "health-idle": func() { o.HealthIdle = *healthIdle },
 		"agent-nodes": func() { o.AgentNodes = *agentNodes }, "agent-services": func() { o.AgentServices = *agentServices },
 		"agent-idle": func() { o.AgentIdle = *agentIdle }, "tor-changes": func() { o.TorChanges = *torChanges },
-		"timeout": func() { o.Timeout = *timeout }, "pprof-seconds": func() { o.PprofSeconds = *pprofSeconds },
+		"l2agent-nodes": func() { o.L2AgentNodes = *l2AgentNodes }, "l2agent-services": func() { o.L2AgentServices = *l2AgentServices },
+		"l2agent-idle": func() { o.L2AgentIdle = *l2AgentIdle }, "timeout": func() { o.Timeout = *timeout },
+		"pprof-seconds": func() { o.PprofSeconds = *pprofSeconds },
 	}
 	flag.Visit(func(f *flag.Flag) {
 		if set, ok := sizes[f.Name]; ok {
