@@ -47,7 +47,7 @@ func (a *Agent) startL2(ctx context.Context, node *v1.Node, inf announcer.Inform
 	if err != nil {
 		return nil, fmt.Errorf("L2 membership: %w", err)
 	}
-	responder := l2resp.New(l2resp.Options{Interfaces: cfg.Interfaces})
+	responder := l2resp.New(l2resp.Options{Interfaces: cfg.Interfaces, Refresh: l2resp.DefaultRefresh})
 	l := newL2(self, members, responder, corelisters.NewNodeLister(inf.Nodes.GetIndexer()), cfg.Selects, cfg.MemberlistPort)
 	// Every eligible node of each address, up to the most the announcer
 	// keeps: the owner is chosen among those of them whose agent is alive.

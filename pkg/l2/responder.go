@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 )
 
@@ -29,7 +30,19 @@ type Options struct {
 	// Empty: for each address, the up, non-loopback Ethernet interfaces
 	// that hold an address whose prefix contains it.
 	Interfaces []string
+	// Refresh, when positive, is how often every answered address is
+	// announced again (one packet each), so that no client keeps another
+	// node's MAC for longer than that whatever it missed: announcements
+	// lost, or ignored within a Linux client's locktime, or a partition so
+	// short that this node never saw it while the others moved its
+	// addresses and back (then nothing tells this node to announce, and a
+	// client whose traffic the other node still forwards never asks again).
+	Refresh time.Duration
 }
+
+// DefaultRefresh is the node agent's Options.Refresh: a packet per address
+// every 5 s (100 per second for 500 addresses) bounds a stale client to 5 s.
+const DefaultRefresh = 5 * time.Second
 
 // Responder is the node's L2 speaker: it answers ARP requests and Neighbor
 // Solicitations for the addresses given to SetAddresses, with the MAC of the
@@ -57,7 +70,7 @@ type Responder struct {
 // New returns a Responder that answers for no address yet.
 func New(opts Options) *Responder {
 	return &Responder{
-		opts:    Options{Interfaces: slices.Clone(opts.Interfaces)},
+		opts:    Options{Interfaces: slices.Clone(opts.Interfaces), Refresh: opts.Refresh},
 		list:    listInterfaces,
 		links:   map[int]*link{},
 		answers: map[netip.Addr]map[int]bool{},
@@ -192,6 +205,20 @@ func (r *Responder) Announce(ctx context.Context, addrs []netip.Addr) {
 	}
 }
 
+// refresh announces every answered address once on each of its
+// interfaces.
+func (r *Responder) refresh(log logr.Logger) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for addr, idxs := range r.answers {
+		for idx := range idxs {
+			if l := r.links[idx]; l != nil {
+				r.announceLocked(log.WithValues("interface", l.ifc.Name), l, addr)
+			}
+		}
+	}
+}
+
 // normalize returns addrs unmapped, deduplicated and sorted, and an error
 // for each one that no host can ask for on a segment.
 func normalize(addrs []netip.Addr) ([]netip.Addr, []error) {
@@ -274,7 +301,20 @@ func (r *Responder) Run(ctx context.Context) error {
 	r.running = true
 	r.mu.Unlock()
 
-	<-ctx.Done()
+	var refresh <-chan time.Time
+	if r.opts.Refresh > 0 {
+		t := time.NewTicker(r.opts.Refresh)
+		defer t.Stop()
+		refresh = t.C
+	}
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-refresh:
+			r.refresh(klog.FromContext(ctx))
+		}
+	}
 	klog.FromContext(ctx).V(2).Info("Stopping the L2 responder")
 
 	r.mu.Lock()

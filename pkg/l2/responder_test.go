@@ -162,6 +162,26 @@ func TestResponderAnnounce(t *testing.T) {
 	}
 }
 
+// TestResponderRefresh: with Options.Refresh, the answered addresses are
+// announced again and again, after the first announcements are over.
+func TestResponderRefresh(t *testing.T) {
+	s := newSegment(t)
+	r := s.start(t, Options{Refresh: 300 * time.Millisecond})
+	ac := s.arpClient(t)
+	if err := s.set(t, r, vip4, vip6); err != nil {
+		t.Fatalf("SetAddresses: %v", err)
+	}
+	// The first three are over after about 2 s: a capture of 5 s more
+	// hears only refreshes.
+	time.Sleep(3 * time.Second)
+	if n := countGratuitousARP(ac, s.nodeMAC, vip4); n < 5 {
+		t.Errorf("%d gratuitous ARPs for %s in 5 s after the first ones, want the refreshes (every 300 ms)", n, vip4)
+	}
+	if got := r.Stats(); got.IPv6.Gratuitous < 8 {
+		t.Errorf("stats %+v: want the IPv6 refreshes counted", got)
+	}
+}
+
 func countGratuitousARP(c *arp.Client, mac net.HardwareAddr, addr netip.Addr) int {
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	n := 0
