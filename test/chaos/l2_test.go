@@ -137,7 +137,7 @@ func TestChaosL2(t *testing.T) {
 		r.note = fmt.Sprintf("recovery: the fault to requests succeeding again through the next node (goal: median %s, max %s)", l2Goal, l2Bound)
 	}
 	cut.pass = cut.survived == cut.injected && cut.injected > 0
-	cut.note = fmt.Sprintf("recovery: the longest time two nodes answered together (never longer than the detection time, %s here)", l2Detection)
+	cut.note = fmt.Sprintf("recovery: the longest time two nodes answered together (bound %s: the detection time with a busy machine's margin)", l2Detection)
 	record(kill)
 	record(power)
 	record(cut)

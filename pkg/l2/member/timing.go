@@ -22,9 +22,16 @@ import (
 // own (Lifeguard; SuspicionMult−2 confirmations, none in clusters of three or
 // fewer). Without them the timeout starts at SuspicionMaxTimeoutMult times
 // that and shrinks as confirmations arrive. Lifeguard's awareness also
-// stretches a member's own probe interval and timeout, up to 8 times, while
-// it misses acks itself (a starved CPU), so that a busy member slows its own
-// verdicts instead of declaring healthy members dead.
+// stretches a member's own probe interval and timeout, up to
+// AwarenessMaxMultiplier times, while it misses acks itself, so that a busy
+// member slows its own verdicts instead of declaring healthy members dead.
+//
+// Both Lifeguard extensions slow down exactly the member the majority rule
+// needs fast: one cut off from the others gets no confirmations and misses
+// every ack, so with a maximum multiplier of 3 and memberlist's awareness
+// of 8 it took 3 to 4.5 s to see the others gone while they saw it gone in
+// about 1 s, and it answered beside the new owner meanwhile (make chaos). DefaultTiming turns both off, so
+// that the two sides of a partition reach their verdicts at the same pace.
 type Timing struct {
 	// ProbeInterval is how often each member probes one other member.
 	ProbeInterval time.Duration
@@ -39,6 +46,9 @@ type Timing struct {
 	// SuspicionMaxTimeoutMult bounds the suspicion timeout when no other
 	// member confirms a suspicion.
 	SuspicionMaxTimeoutMult int
+	// AwarenessMaxMultiplier bounds how far a member that misses acks
+	// stretches its own probe interval and timeout (1: not at all).
+	AwarenessMaxMultiplier int
 	// PushPullInterval is how often a member exchanges its whole state with
 	// another over TCP, which heals a partition that gossip alone would not.
 	PushPullInterval time.Duration
@@ -65,10 +75,14 @@ type Timing struct {
 //     starved CPU, has to hear of it and refute. Detection ≈ 0.2-0.6s + 0.8s
 //     ≈ 1-1.4s at the sizes L2 mode is used at (TestDetectionTime: 1.1-1.4s
 //     on 127.0.0.1, up to 1.8s with the 2 cores saturated).
-//   - SuspicionMaxTimeoutMult 3: without confirmations a suspicion lasts up
-//     to 2.4s (memberlist's 6 would be 4.8s, past the failover target);
-//     a member that is itself cut off or starved still gets no
-//     confirmations and waits the longest.
+//   - SuspicionMaxTimeoutMult 1: a suspicion lasts 800ms, confirmed or not
+//     (memberlist's 6 would be 4.8s without confirmations, which a member
+//     cut off from the others never gets).
+//   - AwarenessMaxMultiplier 1: no stretching (memberlist's 8). What it
+//     guards against, a starved member declaring healthy ones dead, costs
+//     little here: a wrongly suspected agent refutes within the 800ms
+//     suspicion timeout, and if it cannot, its addresses move, which is
+//     what a node that slow should have happen anyway.
 //   - GossipInterval 100ms: suspicions reach the other members, and a
 //     suspect's refutation reaches them, well inside the suspicion timeout.
 //   - PushPullInterval 10s: a full state exchange with one member, cheap
@@ -82,7 +96,8 @@ func DefaultTiming() Timing {
 		ProbeTimeout:            100 * time.Millisecond,
 		GossipInterval:          100 * time.Millisecond,
 		SuspicionMult:           4,
-		SuspicionMaxTimeoutMult: 3,
+		SuspicionMaxTimeoutMult: 1,
+		AwarenessMaxMultiplier:  1,
 		PushPullInterval:        10 * time.Second,
 		TCPTimeout:              2 * time.Second,
 	}
@@ -96,6 +111,7 @@ func (t Timing) apply(c *memberlist.Config) {
 	c.GossipInterval = or(t.GossipInterval, d.GossipInterval)
 	c.SuspicionMult = or(t.SuspicionMult, d.SuspicionMult)
 	c.SuspicionMaxTimeoutMult = or(t.SuspicionMaxTimeoutMult, d.SuspicionMaxTimeoutMult)
+	c.AwarenessMaxMultiplier = or(t.AwarenessMaxMultiplier, d.AwarenessMaxMultiplier)
 	c.PushPullInterval = or(t.PushPullInterval, d.PushPullInterval)
 	c.TCPTimeout = or(t.TCPTimeout, d.TCPTimeout)
 }
