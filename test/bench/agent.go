@@ -157,6 +157,19 @@ type agentRun struct {
 	heapMB, heapGoalMB float64
 }
 
+// startMeasuredAgent starts a node agent to measure as node in namespace
+// ns, its status on 127.0.0.1:agentStatusPort there and gctrace in its log.
+func (e *env) startMeasuredAgent(name, logName, ns, node, kubeconfig, cfg string) (*framework.Process, error) {
+	p, err := framework.StartNodeAgent(framework.NodeAgentOptions{Name: name,
+		LogPath: filepath.Join(e.o.Dir, "logs", logName), NetNS: ns, Node: node,
+		Kubeconfig: kubeconfig, CloudConfig: cfg, Env: []string{"GODEBUG=gctrace=1"},
+		Args: []string{"--bind-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(agentStatusPort))}})
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	return p, nil
+}
+
 // measureAgent starts the agent as node in the namespace, waits until it
 // holds a path per Service, lets it warm up, measures it for AgentIdle and
 // stops it (by PID; the namespace goes by name in close).
@@ -172,12 +185,9 @@ func (e *env) measureAgent(ctx context.Context, al *agentLab, node string) (agen
 	// heap without adding one.
 	e.log.Info("Starting a node agent in the agent namespace", "node", node)
 	started := time.Now()
-	p, err := framework.StartNodeAgent(framework.NodeAgentOptions{Name: "agent",
-		LogPath: filepath.Join(e.o.Dir, "logs", "metal-node-agent.log"), NetNS: al.ns, Node: node,
-		Kubeconfig: al.kubeconfig, CloudConfig: cfg, Env: []string{"GODEBUG=gctrace=1"},
-		Args: []string{"--bind-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(agentStatusPort))}})
+	p, err := e.startMeasuredAgent("agent", "metal-node-agent.log", al.ns, node, al.kubeconfig, cfg)
 	if err != nil {
-		return r, fmt.Errorf("bench: %w", err)
+		return r, err
 	}
 	defer p.Stop(10 * time.Second)
 	want := float64(e.o.AgentServices)

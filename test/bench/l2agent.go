@@ -285,12 +285,9 @@ func (e *env) measureL2Agent(ctx context.Context, ll *l2AgentLab, node string) (
 	// gctrace gives its live heap.
 	e.log.Info("Starting a node agent in the L2 agent namespace", "node", node)
 	started := time.Now()
-	p, err := framework.StartNodeAgent(framework.NodeAgentOptions{Name: "l2agent",
-		LogPath: filepath.Join(e.o.Dir, "logs", "metal-node-agent-l2.log"), NetNS: ll.ns, Node: node,
-		Kubeconfig: ll.kubeconfig, CloudConfig: cfg, Env: []string{"GODEBUG=gctrace=1"},
-		Args: []string{"--bind-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(agentStatusPort))}})
+	p, err := e.startMeasuredAgent("l2agent", "metal-node-agent-l2.log", ll.ns, node, ll.kubeconfig, cfg)
 	if err != nil {
-		return r, fmt.Errorf("bench: %w", err)
+		return r, err
 	}
 	defer p.Stop(10 * time.Second)
 	want := float64(e.o.L2AgentServices)
