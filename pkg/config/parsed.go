@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
 	"github.com/metal-ccm/metal-ccm/pkg/ipam"
 )
 
@@ -49,14 +50,8 @@ func (r *TopologyRule) Prefix() netip.Prefix { return r.subnet }
 // Announces reports whether addr is made reachable with proto: as its
 // pool says, and over BGP alone when no pool holds it.
 func (lb *LoadBalancer) Announces(addr netip.Addr, proto Protocol) bool {
-	addr = addr.Unmap()
-	for i := range lb.Pools {
-		p := &lb.Pools[i]
-		for _, r := range p.ranges {
-			if r.Contains(addr) {
-				return p.Announces(proto)
-			}
-		}
+	if p := lb.PoolOf(addr); p != nil {
+		return p.Announces(proto)
 	}
 	return proto == ProtocolBGP
 }
@@ -69,4 +64,31 @@ func (lb *LoadBalancer) HasProtocol(proto Protocol) bool {
 		}
 	}
 	return false
+}
+
+// PeerName is the peer's name: bgp.peers[].name, or its address as written.
+func (p *BGPPeer) PeerName() string { return p.name }
+
+// PeerNames are the names of the peers the advertisement sends the pool
+// to, in the order of bgp.peers.
+func (a *BGPAdvertisement) PeerNames() []string { return slices.Clone(a.peers) }
+
+// CommunitySet is the advertisement's communities and large communities.
+func (a *BGPAdvertisement) CommunitySet() community.Set { return a.communities }
+
+// AllowedServiceCommunities are the communities a Service of the pool may
+// add (serviceCommunities).
+func (p *Pool) AllowedServiceCommunities() community.Set { return p.serviceCommunities }
+
+// PoolOf is the pool holding addr, or nil.
+func (lb *LoadBalancer) PoolOf(addr netip.Addr) *Pool {
+	addr = addr.Unmap()
+	for i := range lb.Pools {
+		for _, r := range lb.Pools[i].ranges {
+			if r.Contains(addr) {
+				return &lb.Pools[i]
+			}
+		}
+	}
+	return nil
 }

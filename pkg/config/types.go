@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
 	"github.com/metal-ccm/metal-ccm/pkg/ipam"
 )
 
@@ -108,9 +109,21 @@ type Pool struct {
 	// Neighbor Solicitations for each on the nodes' segment; needs the node
 	// agent). Both may be listed. Default: [BGP].
 	Announce []Protocol `json:"announce,omitempty"`
+	// BGPAdvertisements say which peers get the pool's addresses over BGP,
+	// with which attributes (communities, local preference) and whether
+	// as host routes, a covering aggregate or both; each peer gets the pool
+	// from at most one of them. Default: one advertisement to every peer,
+	// host routes without attributes. Applies at the next restart.
+	BGPAdvertisements []BGPAdvertisement `json:"bgpAdvertisements,omitempty"`
+	// ServiceCommunities are the communities (standard, well-known names or
+	// large) that a Service of the pool may add to its addresses with the
+	// metal-ccm.io/bgp-communities annotation; any other is refused with a
+	// Warning Event. Default: none. Applies at the next restart.
+	ServiceCommunities []string `json:"serviceCommunities,omitempty"`
 
-	ranges   []ipam.Range    // Addresses, parsed by validation
-	selector labels.Selector // ServiceSelector, compiled by validation; nil: all
+	ranges             []ipam.Range    // Addresses, parsed by validation
+	selector           labels.Selector // ServiceSelector, compiled by validation; nil: all
+	serviceCommunities community.Set   // ServiceCommunities, parsed by validation
 }
 
 // Protocol is a way of making a pool's addresses reachable.
@@ -213,6 +226,13 @@ const (
 
 // BGPPeer is one router.
 type BGPPeer struct {
+	// Name names the peer in loadBalancer.pools[].bgpAdvertisements[].peers:
+	// a DNS label, unique. Default: the address as written.
+	Name string `json:"name,omitempty"`
+	name string // Name, or the address: set by validation
+	// Labels are the peer's own labels, for the advertisements'
+	// peerSelector (for example role: edge). Default: none.
+	Labels map[string]string `json:"labels,omitempty"`
 	// Address is the router's IP address. Required.
 	Address string     `json:"address"`
 	address netip.Addr // Address, parsed by validation

@@ -40,6 +40,8 @@ func (c *CloudConfig) validate() field.ErrorList {
 	errs = append(errs, c.Nodes.validate(field.NewPath("nodes"))...)
 	errs = append(errs, c.LoadBalancer.validate(field.NewPath("loadBalancer"))...)
 	errs = append(errs, c.BGP.validate(field.NewPath("bgp"))...)
+	errs = append(errs, c.BGP.validatePeerNames(field.NewPath("bgp"))...)
+	errs = append(errs, c.LoadBalancer.validatePolicy(field.NewPath("loadBalancer"), &c.BGP)...)
 	errs = append(errs, c.Routes.validate(field.NewPath("routes"), &c.BGP)...)
 	errs = append(errs, c.HealthChecks.validate(field.NewPath("healthChecks"))...)
 	errs = append(errs, c.L2.validate(field.NewPath("l2"))...)

@@ -134,3 +134,9 @@ func join(hi, lo uint64, is4 bool) netip.Addr {
 	}
 	return a
 }
+
+// PrefixRange is the range of every address in p (masked first).
+func PrefixRange(p netip.Prefix) Range {
+	p = p.Masked()
+	return Range{First: p.Addr(), Last: lastOf(p)}
+}
