@@ -81,7 +81,7 @@ func TestPolicyValidationErrors(t *testing.T) {
 				`loadBalancer.pools[1].bgpAdvertisements[0].aggregate.ipv4Length: Invalid value: 24: the aggregates of 198.18.100.64-198.18.100.127 cover pool a's 198.18.100.0-198.18.100.63`,
 				`loadBalancer.pools[1].bgpAdvertisements[0].aggregate.ipv6Length: Invalid value: 0: must be from 1 to 128`,
 				`loadBalancer.pools[2].bgpAdvertisements: Invalid value: 1: the pool is not announced with BGP`,
-				`loadBalancer.pools[2].serviceCommunities: Invalid value: []string{"65000:1"}: the pool is not announced with BGP`,
+				`loadBalancer.pools[2].serviceCommunities: Invalid value: ["65000:1"]: the pool is not announced with BGP`,
 			},
 		},
 		{
