@@ -109,7 +109,8 @@ func (a *Agent) startBGP(ctx context.Context, node *v1.Node, inf announcer.Infor
 			logger.Error(err, "BGP speaker stopped")
 		}
 	}()
-	opts := announcer.Options{OnlyNode: a.NodeName, PodRoutes: cfg.Routes.Enabled, PodNextHop: cfg.Routes.NextHopAddressType, MaxNextHops: 1}
+	opts := announcer.Options{OnlyNode: a.NodeName, PodRoutes: cfg.Routes.Enabled, PodNextHop: cfg.Routes.NextHopAddressType, MaxNextHops: 1,
+		Communities: bgp.AnnouncedCommunities(&cfg.LoadBalancer)}
 	if hc, on := healthcheck.FromConfig(cfg.HealthChecks); on {
 		opts.HealthChecks = &announcer.HealthChecks{Options: hc, ProxyPort: cfg.HealthChecks.Port}
 	}

@@ -30,7 +30,7 @@ var (
 // bgp.nodeASNLabel label, else bgp.asn) and n's IPv4 InternalIP as router ID.
 func speakerConfig(cfg *config.CloudConfig, n *v1.Node) (bgp.Config, error) {
 	b := &cfg.BGP
-	out := bgp.Config{ASN: b.ASN}
+	out := bgp.Config{ASN: b.ASN, Policy: bgp.PolicyFrom(&cfg.LoadBalancer)}
 	if b.NodeASNLabel != "" {
 		if v, ok := n.Labels[b.NodeASNLabel]; ok {
 			asn, err := strconv.ParseUint(v, 10, 32)

@@ -18,6 +18,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
 )
 
 // Backend puts what the announcer decides on the network: one announcement
@@ -51,6 +53,10 @@ type Options struct {
 	// node whose own kube-proxy fails withdraws itself (the other nodes'
 	// agents still announce theirs).
 	OnlyNode string
+	// Communities, when set and the backend is a CommunityBackend, are the
+	// communities a Service adds to the paths of its address
+	// (bgp.ServiceCommunities).
+	Communities func(svc *v1.Service, addr netip.Addr) community.Set
 }
 
 // Announcer keeps the speaker's paths equal to what the cluster shows.
@@ -72,6 +78,8 @@ type Announcer struct {
 	// Owned by the run loop: the paths of both reconcilers (LoadBalancer
 	// addresses, pod routes), and the eligible nodes.
 	table    *pathTable
+	comms    *communityTable     // nil: the Services' communities are not announced
+	commsTo  CommunityBackend    // the backend of comms
 	eligible map[string]nodeHops // node name -> next hops
 	hops4    []netip.Addr        // the eligible, healthy nodes' IPv4 next hops, sorted; never modified
 	hops6    []netip.Addr        // the same for IPv6
@@ -110,6 +118,9 @@ func New(inf Informers, backend Backend, serves Filter, opts Options) *Announcer
 		dirtySvcs: map[string]bool{},
 		wake:      make(chan struct{}, 1),
 		table:     newPathTable(),
+	}
+	if cb, ok := backend.(CommunityBackend); ok && opts.Communities != nil {
+		a.comms, a.commsTo = newCommunityTable(), cb
 	}
 	if opts.HealthChecks != nil {
 		a.health = newHealth(*opts.HealthChecks, a.healthChanged)
@@ -300,13 +311,22 @@ func (a *Announcer) sync(ctx context.Context) bool {
 			a.syncPodRoutes(touched)
 		}
 	}
+	commsTouched := map[netip.Prefix]bool{}
 	for key := range dirty {
-		a.table.set(owner{fromService, key}, a.serviceContribution(key), touched)
+		paths, comms := a.serviceContribution(key)
+		a.table.set(owner{fromService, key}, paths, touched)
+		if a.comms != nil {
+			a.comms.set(key, comms, commsTouched)
+		}
 	}
 	if a.healthTargetsChanged {
 		a.health.apply(a.eligible)
 	}
-	retry := a.table.apply(ctx, a.backend, touched)
+	retry := false
+	if a.comms != nil {
+		retry = a.comms.apply(ctx, a.commsTo, commsTouched)
+	}
+	retry = a.table.apply(ctx, a.backend, touched) || retry
 	if a.opts.PodRoutes {
 		a.recordPodRoutes()
 	}

@@ -3,6 +3,8 @@ package announcer
 import (
 	"context"
 	"net/netip"
+
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
 )
 
 // Only is next for the prefixes keep accepts, and withdraws the others from
@@ -23,4 +25,14 @@ func (o only) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []neti
 		nextHops = nil
 	}
 	return o.next.SetPaths(ctx, prefix, nextHops)
+}
+
+// SetCommunities passes the communities of the prefixes keep accepts on to
+// next, when next takes communities.
+func (o only) SetCommunities(ctx context.Context, prefix netip.Prefix, c community.Set) error {
+	cb, ok := o.next.(CommunityBackend)
+	if !ok || !o.keep(prefix) {
+		return nil
+	}
+	return cb.SetCommunities(ctx, prefix, c)
 }

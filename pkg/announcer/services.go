@@ -7,22 +7,24 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
 	"github.com/metal-ccm/metal-ccm/pkg/rendezvous"
 )
 
 // serviceContribution computes the prefixes and next hops of a Service
 // (key namespace/name): its status addresses, with the eligible nodes (for
 // externalTrafficPolicy Local, those with a ready endpoint) that pass their
-// health checks, capped.
-func (a *Announcer) serviceContribution(key string) map[netip.Prefix][]netip.Addr {
+// health checks, capped; and the communities it adds to them (only with
+// Options.Communities).
+func (a *Announcer) serviceContribution(key string) (map[netip.Prefix][]netip.Addr, map[netip.Prefix]community.Set) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	svc, err := a.services.Services(ns).Get(name)
 	if err != nil || svc.DeletionTimestamp != nil || !a.serves(svc) {
 		a.healthTargetsChanged = a.health.setLocal(key, nil, 0) || a.healthTargetsChanged
-		return nil
+		return nil, nil
 	}
 	hops4, hops6 := a.hops4, a.hops6
 	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal {
@@ -33,6 +35,7 @@ func (a *Announcer) serviceContribution(key string) map[netip.Prefix][]netip.Add
 		a.healthTargetsChanged = a.health.setLocal(key, nil, 0) || a.healthTargetsChanged
 	}
 	out := map[netip.Prefix][]netip.Addr{}
+	var comms map[netip.Prefix]community.Set
 	for _, in := range svc.Status.LoadBalancer.Ingress {
 		ip, err := netip.ParseAddr(in.IP)
 		if err != nil {
@@ -45,8 +48,16 @@ func (a *Announcer) serviceContribution(key string) map[netip.Prefix][]netip.Add
 		}
 		p := netip.PrefixFrom(ip, ip.BitLen())
 		out[p] = rendezvous.Pick(p, hops, a.opts.MaxNextHops)
+		if a.comms != nil {
+			if c := a.opts.Communities(svc, ip); !c.Empty() {
+				if comms == nil {
+					comms = map[netip.Prefix]community.Set{}
+				}
+				comms[p] = c
+			}
+		}
 	}
-	return out
+	return out, comms
 }
 
 // byService indexes EndpointSlices by "namespace/service".

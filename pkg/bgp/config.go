@@ -16,6 +16,8 @@ import (
 
 // Peer is a router the speaker opens a session to.
 type Peer struct {
+	// Name names the peer in the policy's advertisements (unique).
+	Name string
 	// Address is the router's address; the session carries the unicast
 	// family of this address only.
 	Address netip.Addr
@@ -67,6 +69,10 @@ type Config struct {
 	RouterID netip.Addr
 	// Peers are the routers to peer with.
 	Peers []Peer
+	// Policy says which peers get each host prefix, with which attributes,
+	// and which aggregates they get; nil: every peer gets every prefix of
+	// its family, without attributes.
+	Policy Policy
 }
 
 // Validate reports every problem of cfg that would keep a Speaker from

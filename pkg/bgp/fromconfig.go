@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"strings"
 
@@ -15,7 +16,7 @@ import (
 // read from its file. The caller adds what differs: the replicas' fixed
 // source address.
 func PeerFrom(p *config.BGPPeer, i int, r *config.Routes) (Peer, error) {
-	peer := Peer{Address: p.Addr(), ASN: p.ASN, Port: p.Port, MultihopTTL: uint8(p.EBGPMultihop)} //nolint:gosec // validated: 0 to 255
+	peer := Peer{Name: p.PeerName(), Address: p.Addr(), ASN: p.ASN, Port: p.Port, MultihopTTL: uint8(p.EBGPMultihop)} //nolint:gosec // validated: 0 to 255
 	if p.HoldTime != nil {
 		peer.HoldTime = p.HoldTime.Duration
 	}
@@ -36,4 +37,51 @@ func PeerFrom(p *config.BGPPeer, i int, r *config.Routes) (Peer, error) {
 		peer.Password = strings.TrimRight(string(pw), "\r\n")
 	}
 	return peer, nil
+}
+
+// PolicyFrom is the routing policy of the cloud-config's pools
+// (loadBalancer.pools[].bgpAdvertisements), or nil when no pool has one:
+// every peer then gets every address as a host route without attributes.
+// It keeps lb, which must not change after.
+func PolicyFrom(lb *config.LoadBalancer) Policy {
+	out := poolPolicy{lb: lb, ads: map[*config.Pool][]Advertisement{}}
+	for i := range lb.Pools {
+		pool := &lb.Pools[i]
+		for j := range pool.BGPAdvertisements {
+			a := &pool.BGPAdvertisements[j]
+			ad := Advertisement{Peers: a.PeerNames(), Attributes: Attributes{Communities: a.CommunitySet()}}
+			if a.LocalPreference != nil {
+				ad.Attributes.LocalPref = *a.LocalPreference
+			}
+			if agg := a.Aggregate; agg != nil {
+				ad.Aggregate4, ad.Aggregate6, ad.AggregateOnly = deref(agg.IPv4Length), deref(agg.IPv6Length), agg.Only
+			}
+			out.ads[pool] = append(out.ads[pool], ad)
+		}
+	}
+	if len(out.ads) == 0 {
+		return nil
+	}
+	return out
+}
+
+// poolPolicy is each pool's advertisements; the addresses of a pool
+// without any, and those in no pool, go out by default.
+type poolPolicy struct {
+	lb  *config.LoadBalancer
+	ads map[*config.Pool][]Advertisement
+}
+
+func (p poolPolicy) Advertisements(prefix netip.Prefix) []Advertisement {
+	if pool := p.lb.PoolOf(prefix.Addr()); pool != nil {
+		return p.ads[pool]
+	}
+	return nil
+}
+
+func deref(n *int) int {
+	if n == nil {
+		return 0
+	}
+	return *n
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	api "github.com/osrg/gobgp/v3/api"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/limits"
@@ -74,7 +75,7 @@ func family(a netip.Addr) *api.Family {
 // new next hop as an implicit withdrawal of the previous one, and ADD-PATH
 // sends them all. A locally originated path keeps its given next hop also
 // towards eBGP peers (third-party next hop).
-func apiPath(prefix netip.Prefix, nh netip.Addr, id uint32) (*api.Path, error) {
+func apiPath(prefix netip.Prefix, nh netip.Addr, id uint32, attrs Attributes) (*api.Path, error) {
 	nlri, err := anypb.New(&api.IPAddressPrefix{Prefix: prefix.Addr().String(), PrefixLen: uint32(prefix.Bits())}) //nolint:gosec // 0 to 128 for a valid prefix
 	if err != nil {
 		return nil, fmt.Errorf("encode prefix %s: %w", prefix, err)
@@ -92,10 +93,44 @@ func apiPath(prefix netip.Prefix, nh netip.Addr, id uint32) (*api.Path, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode next hop %s: %w", nh, err)
 	}
+	pattrs, err := attrs.encode([]*anypb.Any{origin, hop})
+	if err != nil {
+		return nil, err
+	}
 	return &api.Path{
 		Family:     family(prefix.Addr()),
 		Nlri:       nlri,
-		Pattrs:     []*anypb.Any{origin, hop},
+		Pattrs:     pattrs,
 		Identifier: id,
 	}, nil
+}
+
+// encode appends the attributes that are set to pattrs.
+func (a Attributes) encode(pattrs []*anypb.Any) ([]*anypb.Any, error) {
+	var msgs []proto.Message
+	if len(a.Communities.Standard) > 0 {
+		cs := make([]uint32, len(a.Communities.Standard))
+		for i, c := range a.Communities.Standard {
+			cs[i] = uint32(c)
+		}
+		msgs = append(msgs, &api.CommunitiesAttribute{Communities: cs})
+	}
+	if len(a.Communities.Large) > 0 {
+		ls := make([]*api.LargeCommunity, len(a.Communities.Large))
+		for i, l := range a.Communities.Large {
+			ls[i] = &api.LargeCommunity{GlobalAdmin: l.Global, LocalData1: l.Local1, LocalData2: l.Local2}
+		}
+		msgs = append(msgs, &api.LargeCommunitiesAttribute{Communities: ls})
+	}
+	if a.LocalPref != 0 {
+		msgs = append(msgs, &api.LocalPrefAttribute{LocalPref: a.LocalPref})
+	}
+	for _, m := range msgs {
+		enc, err := anypb.New(m)
+		if err != nil {
+			return nil, fmt.Errorf("encode path attribute: %w", err)
+		}
+		pattrs = append(pattrs, enc)
+	}
+	return pattrs, nil
 }

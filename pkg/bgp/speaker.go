@@ -16,6 +16,7 @@ import (
 	"github.com/osrg/gobgp/v3/pkg/server"
 	"k8s.io/klog/v2"
 
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/limits"
 )
 
@@ -34,6 +35,12 @@ type Speaker struct {
 
 	mu    sync.Mutex
 	paths map[netip.Prefix]map[netip.Addr]uint32 // prefix → next hop → path identifier
+	// extra are the communities the Services of a host prefix add to it
+	// (SetCommunities); only prefixes with some are present.
+	extra map[netip.Prefix]community.Set
+	// aggs are, by peer index, the aggregates the policy sends that peer;
+	// nil for a peer without any.
+	aggs []map[netip.Prefix]*aggregate
 	// servers, while running, has one GoBGP server per peer (by index in
 	// cfg.Peers): GoBGP's graceful-restart state is per server, and a
 	// shared one would let the first peer to finish the restart end it
@@ -64,6 +71,8 @@ func New(cfg Config) (*Speaker, error) {
 	return &Speaker{
 		cfg:   c,
 		paths: map[netip.Prefix]map[netip.Addr]uint32{},
+		extra: map[netip.Prefix]community.Set{},
+		aggs:  make([]map[netip.Prefix]*aggregate, len(c.Peers)),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}, nil
@@ -113,8 +122,8 @@ func (s *Speaker) startServers(ctx, watchCtx context.Context, logger logr.Logger
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	servers := make([]*server.BgpServer, 0, len(s.cfg.Peers))
-	for _, p := range s.cfg.Peers {
-		srv, err := s.startServer(ctx, watchCtx, logger, p)
+	for i, p := range s.cfg.Peers {
+		srv, err := s.startServer(ctx, watchCtx, logger, i)
 		if err != nil {
 			stopAll(servers)
 			return nil, fmt.Errorf("bgp start: peer %s: %w", p.Address, err)
@@ -125,7 +134,8 @@ func (s *Speaker) startServers(ctx, watchCtx context.Context, logger logr.Logger
 	return servers, nil
 }
 
-func (s *Speaker) startServer(ctx, watchCtx context.Context, logger logr.Logger, p Peer) (*server.BgpServer, error) {
+func (s *Speaker) startServer(ctx, watchCtx context.Context, logger logr.Logger, i int) (*server.BgpServer, error) {
+	p := s.cfg.Peers[i]
 	srv := server.NewBgpServer(server.LoggerOption(newGoBGPLogger(logger)))
 	// GoBGP v3 has no way to end Serve: its goroutine outlives Stop, idle.
 	go srv.Serve()
@@ -139,13 +149,19 @@ func (s *Speaker) startServer(ctx, watchCtx context.Context, logger logr.Logger,
 	}
 	err = func() error {
 		for prefix, hops := range s.paths {
-			if !p.carries(prefix) {
+			attrs, ok := s.hostAttrs(i, prefix)
+			if !ok {
 				continue
 			}
 			for nh, id := range hops {
-				if err := addPath(ctx, srv, prefix, nh, id); err != nil {
+				if err := addPath(ctx, srv, prefix, nh, id, attrs); err != nil {
 					return err
 				}
+			}
+		}
+		for prefix, a := range s.aggs[i] {
+			if err := sendAggregate(ctx, srv, prefix, a); err != nil {
+				return err
 			}
 		}
 		if err := srv.WatchEvent(watchCtx, &api.WatchEventRequest{Peer: &api.WatchEventRequest_Peer{}}, peerStateLogger(logger)); err != nil {
@@ -196,7 +212,7 @@ func (s *Speaker) Stop() {
 // router installs an ECMP route. It sends only what changed, new paths before
 // withdrawals; an empty set withdraws the prefix. Before Start it only
 // records the set. Each peer gets the prefixes of its own family.
-func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []netip.Addr) error {
+func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []netip.Addr) (retErr error) {
 	hops, err := checkPaths(prefix, nextHops)
 	if err != nil {
 		return fmt.Errorf("bgp set paths: %w", err)
@@ -215,6 +231,16 @@ func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []
 		}
 	}()
 	var added, withdrawn int
+	// The aggregates whose next hops changed are sent last, also when a
+	// host path failed: they follow cur, which follows GoBGP.
+	var aggsChanged []aggKey
+	defer func() {
+		for _, k := range aggsChanged {
+			if err := s.syncAggregate(ctx, k); err != nil && retErr == nil {
+				retErr = fmt.Errorf("bgp set paths: %w", err)
+			}
+		}
+	}()
 	var used map[uint32]bool // the identifiers in cur, made when first needed
 	for _, nh := range hops {
 		if _, ok := cur[nh]; ok {
@@ -228,24 +254,26 @@ func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []
 		}
 		id := pathID(nh, used)
 		used[id] = true
-		for _, srv := range s.serversOf(prefix) {
-			if err := addPath(ctx, srv, prefix, nh, id); err != nil {
-				return fmt.Errorf("bgp set paths: %w", err)
-			}
+		if err := s.eachHostServer(prefix, func(srv *server.BgpServer, attrs Attributes) error {
+			return addPath(ctx, srv, prefix, nh, id, attrs)
+		}); err != nil {
+			return fmt.Errorf("bgp set paths: %w", err)
 		}
 		cur[nh] = id
+		aggsChanged = append(aggsChanged, s.countHop(prefix, nh, 1)...)
 		added++
 	}
 	for nh, id := range cur {
 		if _, in := slices.BinarySearchFunc(hops, nh, netip.Addr.Compare); in { // hops is sorted
 			continue
 		}
-		for _, srv := range s.serversOf(prefix) {
-			if err := deletePath(ctx, srv, prefix, nh, id); err != nil {
-				return fmt.Errorf("bgp set paths: %w", err)
-			}
+		if err := s.eachHostServer(prefix, func(srv *server.BgpServer, _ Attributes) error {
+			return deletePath(ctx, srv, prefix, nh, id)
+		}); err != nil {
+			return fmt.Errorf("bgp set paths: %w", err)
 		}
 		delete(cur, nh)
+		aggsChanged = append(aggsChanged, s.countHop(prefix, nh, -1)...)
 		withdrawn++
 	}
 	if added+withdrawn > 0 {
@@ -255,21 +283,50 @@ func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []
 	return nil
 }
 
-// serversOf are the running servers whose peer carries prefix (its family,
-// not denied); the caller holds s.mu. Adding and withdrawing are idempotent in GoBGP, so a
-// retry after a partial failure is safe.
-func (s *Speaker) serversOf(prefix netip.Prefix) []*server.BgpServer {
-	var out []*server.BgpServer
-	for i, srv := range s.servers {
-		if s.cfg.Peers[i].carries(prefix) {
-			out = append(out, srv)
-		}
+// SetCommunities makes c the communities that the Services of host prefix
+// add to its paths (on top of its advertisement's), and sends its paths
+// again where they changed. Aggregates keep their advertisement's own.
+func (s *Speaker) SetCommunities(ctx context.Context, prefix netip.Prefix, c community.Set) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.extra[prefix].Equal(c) {
+		return nil
 	}
-	return out
+	if c.Empty() {
+		delete(s.extra, prefix)
+	} else {
+		s.extra[prefix] = c
+	}
+	// A path added again with its identifier replaces the one GoBGP has.
+	return s.eachHostServer(prefix, func(srv *server.BgpServer, attrs Attributes) error {
+		for nh, id := range s.paths[prefix] {
+			if err := addPath(ctx, srv, prefix, nh, id, attrs); err != nil {
+				return fmt.Errorf("bgp set communities: %w", err)
+			}
+		}
+		return nil
+	})
 }
 
-func addPath(ctx context.Context, srv *server.BgpServer, prefix netip.Prefix, nh netip.Addr, id uint32) error {
-	p, err := apiPath(prefix, nh, id)
+// eachHostServer calls fn with each running server whose peer gets prefix
+// as a host route, and the attributes of its paths there; the caller holds
+// s.mu. Adding and withdrawing are idempotent in GoBGP, so a retry after a
+// partial failure is safe.
+func (s *Speaker) eachHostServer(prefix netip.Prefix, fn func(*server.BgpServer, Attributes) error) error {
+	for i, srv := range s.servers {
+		attrs, ok := s.hostAttrs(i, prefix)
+		if !ok {
+			continue
+		}
+		if err := fn(srv, attrs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func addPath(ctx context.Context, srv *server.BgpServer, prefix netip.Prefix, nh netip.Addr, id uint32, attrs Attributes) error {
+	p, err := apiPath(prefix, nh, id, attrs)
 	if err != nil {
 		return err
 	}
@@ -280,7 +337,7 @@ func addPath(ctx context.Context, srv *server.BgpServer, prefix netip.Prefix, nh
 }
 
 func deletePath(ctx context.Context, srv *server.BgpServer, prefix netip.Prefix, nh netip.Addr, id uint32) error {
-	p, err := apiPath(prefix, nh, id)
+	p, err := apiPath(prefix, nh, id, Attributes{})
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func TestAnnotationsDeclared(t *testing.T) {
 			t.Errorf("%s: incomplete declaration %+v", d.Name, d)
 		}
 	}
-	want := []Annotation{AnnotationLoadBalancerIPs, AnnotationPool, AnnotationSharingKey}
+	want := []Annotation{AnnotationBGPCommunities, AnnotationLoadBalancerIPs, AnnotationPool, AnnotationSharingKey}
 	if !slices.Equal(names, want) {
 		t.Errorf("Annotations() = %v, want %v", names, want)
 	}
@@ -38,6 +38,7 @@ func TestAnnotationsDeclared(t *testing.T) {
 	}{
 		{loadBalancerIPsAnnotation.Name(), func(s *v1.Service) error { _, _, err := loadBalancerIPsAnnotation.Parse(s); return err }},
 		{poolAnnotation.Name(), func(s *v1.Service) error { _, _, err := poolAnnotation.Parse(s); return err }},
+		{bgpCommunitiesAnnotation.Name(), func(s *v1.Service) error { _, _, err := bgpCommunitiesAnnotation.Parse(s); return err }},
 		{sharingKeyAnnotation.Name(), func(s *v1.Service) error { _, _, err := sharingKeyAnnotation.Parse(s); return err }},
 	} {
 		t.Run(string(tc.name), func(t *testing.T) {

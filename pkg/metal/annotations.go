@@ -1,5 +1,7 @@
 package metal
 
+import "github.com/metal-ccm/metal-ccm/pkg/bgp"
+
 // The Service annotations the metal provider reads. Each is declared once
 // below, with its value type, default, example and meaning: the provider
 // reads it only through that declaration (servicerequest.go), and
@@ -9,6 +11,7 @@ const (
 	AnnotationLoadBalancerIPs Annotation = "metal-ccm.io/load-balancer-ips"
 	AnnotationPool            Annotation = "metal-ccm.io/pool"
 	AnnotationSharingKey      Annotation = "metal-ccm.io/sharing-key"
+	AnnotationBGPCommunities  Annotation = bgp.CommunitiesAnnotation
 )
 
 var (
@@ -22,6 +25,15 @@ var (
 		Default: "the first autoAssign pools that allow the Service",
 		Example: "public",
 		Meaning: "Takes addresses from the named pool only, even if that pool has autoAssign off. The pool must allow the Service.",
+	})
+	// Read by bgp.ServiceCommunities, which the node agents share (they do
+	// not link this package); declared here for the reference.
+	bgpCommunitiesAnnotation = declare(AnnotationBGPCommunities, communityList, AnnotationDoc{
+		Default: "none",
+		Example: "65000:200,64512:9:9",
+		Meaning: "Adds BGP communities (standard, well-known names, large) to the paths of the Service's addresses, on top of its pool's " +
+			"bgpAdvertisements. Every one must be in the pool's serviceCommunities; otherwise none is added and a Warning Event " +
+			"CommunityNotAllowed (or InvalidAnnotation) says why. The address is announced either way.",
 	})
 	sharingKeyAnnotation = declare(AnnotationSharingKey, text("string"), AnnotationDoc{
 		Default: "none (the address is the Service's alone)",
@@ -46,4 +58,7 @@ const (
 	// keeps an address that is in no pool (adopted, or of a removed pool).
 	ReasonAddressOutsidePools = "AddressOutsidePools"
 	ReasonAllocationFailed    = "AllocationFailed"
+	// ReasonCommunityNotAllowed is a warning, not a refusal: the Service's
+	// addresses are announced without its metal-ccm.io/bgp-communities.
+	ReasonCommunityNotAllowed = "CommunityNotAllowed"
 )

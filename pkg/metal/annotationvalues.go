@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
 	"github.com/metal-ccm/metal-ccm/pkg/ipam"
 )
 
@@ -52,4 +53,11 @@ func parseIPsPerFamily(raw string) ([]netip.Addr, error) {
 		out = append(out, ip)
 	}
 	return out, nil
+}
+
+// communityList is a comma-separated list of BGP communities
+// (community.ParseList).
+var communityList = valueType[community.Set]{
+	name:  "comma-separated BGP communities (AS:value, well-known names, global:local1:local2)",
+	parse: community.ParseList,
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/metal-ccm/metal-ccm/pkg/announcer"
+	"github.com/metal-ccm/metal-ccm/pkg/bgp"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 )
 
@@ -60,6 +61,7 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) 
 			PodNextHop:   cfg.Routes.NextHopAddressType,
 			MaxNextHops:  cfg.BGP.MaxPathsPerAddress,
 			HealthChecks: c.healthChecks(cfg.HealthChecks, newPodEvents(ctx, cs)),
+			Communities:  bgp.AnnouncedCommunities(&cfg.LoadBalancer),
 		})
 		c.announcer.Store(ann)
 		runs = append(runs, ann.Run)

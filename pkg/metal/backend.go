@@ -8,6 +8,7 @@ import (
 	"k8s.io/component-base/metrics"
 
 	"github.com/metal-ccm/metal-ccm/pkg/announcer"
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 )
 
@@ -63,6 +64,20 @@ func (bs backends) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops [
 	for _, b := range bs {
 		if err := b.SetPaths(ctx, prefix, nextHops); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SetCommunities passes the communities of prefix to the backends that
+// take them (BGP).
+func (bs backends) SetCommunities(ctx context.Context, prefix netip.Prefix, c community.Set) error {
+	var errs []error
+	for _, b := range bs {
+		if cb, ok := b.(announcer.CommunityBackend); ok {
+			if err := cb.SetCommunities(ctx, prefix, c); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -35,6 +35,7 @@ func newBGPBackend(cfg *config.CloudConfig) (backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start BGP speaker: %w", err)
 	}
+	bcfg.Policy = bgp.PolicyFrom(&cfg.LoadBalancer)
 	speaker, err := bgp.New(bcfg)
 	if err != nil {
 		return nil, fmt.Errorf("start BGP speaker: %w", err)

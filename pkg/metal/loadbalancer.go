@@ -2,6 +2,7 @@ package metal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -14,6 +15,8 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
+	"github.com/metal-ccm/metal-ccm/pkg/bgp"
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
 	"github.com/metal-ccm/metal-ccm/pkg/ipam"
 	"github.com/metal-ccm/metal-ccm/pkg/lbcontroller"
 )
@@ -137,6 +140,7 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Servic
 				c.eventf(svc, v1.EventTypeWarning, ReasonAddressOutsidePools,
 					"Address %s is in no configured pool; the Service keeps it. Delete the Service, or name a pool with %s, to move it", ip, poolAnnotation.Name())
 			}
+			c.checkCommunities(svc, ips)
 			klog.FromContext(ctx).V(2).Info("Allocated LoadBalancer addresses", "service", klog.KObj(svc), "addresses", ips)
 			return ingress(ips), nil
 		}
@@ -168,4 +172,21 @@ func (c *Cloud) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1
 	c.setFailed(key, false)
 	c.release(ctx, key)
 	return nil
+}
+
+// checkCommunities records a Warning Event when the announcers leave out
+// the Service's metal-ccm.io/bgp-communities (bgp.ServiceCommunities, the
+// rule they apply): it cannot be read, or its pool does not allow them.
+func (c *Cloud) checkCommunities(svc *v1.Service, ips []netip.Addr) {
+	lb := &c.state.Load().cfg.LoadBalancer
+	for _, ip := range ips {
+		_, err := bgp.ServiceCommunities(lb, svc, ip)
+		switch {
+		case errors.Is(err, community.ErrInvalid):
+			c.eventf(svc, v1.EventTypeWarning, ReasonInvalidAnnotation, "%v", err)
+			return
+		case err != nil:
+			c.eventf(svc, v1.EventTypeWarning, ReasonCommunityNotAllowed, "%v", err)
+		}
+	}
 }
