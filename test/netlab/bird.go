@@ -26,8 +26,8 @@ func (l *Lab) birdConfPath() string { return filepath.Join(l.Dir, "bird.conf") }
 
 func (l *Lab) birdLogPath() string { return filepath.Join(l.Dir, "bird.log") }
 
-// protocolName is the BIRD protocol of speaker i's session of family f.
-func protocolName(f Family, i int) string { return fmt.Sprintf("spk%d_%d", f, i) }
+// ProtocolName is the BIRD protocol of speaker i's session of family f.
+func ProtocolName(f Family, i int) string { return fmt.Sprintf("spk%d_%d", f, i) }
 
 // nodeProtocolName is the BIRD protocol of the session of family f with node
 // i's own address (Options.NodePeers).
@@ -57,7 +57,34 @@ func (l *Lab) birdConfig() string {
 			fmt.Fprintf(&b, "\t%s {\n\t\timport all;\n\t\texport none;\n\t\tadd paths rx;\n\t};\n}\n\n", channel(f))
 		}
 	}
+	if l.Opts.SecondRouter {
+		l.secondRouterConfig(&b)
+	}
+	b.WriteString(l.Opts.BirdExtra)
 	return b.String()
+}
+
+// SecondProtocolName is the BIRD protocol of speaker i's session of family
+// f with the second router address (Options.SecondRouter).
+func SecondProtocolName(f Family, i int) string { return fmt.Sprintf("spk%d_%d_b", f, i) }
+
+// secondRouterConfig adds the sessions of the second router address: like
+// the first's, in SecondRouterASN; BIRD tells them apart by the local
+// address a speaker dials. The sessions are direct (the speakers are on
+// the segment), so that BIRD takes the next hops as they come on iBGP too.
+func (l *Lab) secondRouterConfig(b *strings.Builder) {
+	for _, f := range []Family{IPv4, IPv6} {
+		for i := range l.Opts.Speakers {
+			fmt.Fprintf(b, "protocol bgp %s {\n", SecondProtocolName(f, i))
+			fmt.Fprintf(b, "\tlocal %s as %d;\n", SecondRouterAddr(f), l.Opts.SecondRouterASN)
+			fmt.Fprintf(b, "\tneighbor %s as %d;\n", SpeakerAddr(f, i), l.Opts.SpeakerASN)
+			b.WriteString("\tpassive on;\n\tdirect;\n")
+			if pw := l.Opts.password(i); pw != "" {
+				fmt.Fprintf(b, "\tpassword %q;\n", pw)
+			}
+			fmt.Fprintf(b, "\t%s {\n\t\timport all;\n\t\texport none;\n\t\tadd paths rx;\n\t};\n}\n\n", channel(f))
+		}
+	}
 }
 
 func channel(f Family) string {

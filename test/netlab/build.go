@@ -172,7 +172,11 @@ func (l *Lab) buildRouter() error {
 	if err := ipn(l.Router, "link", "set", "dev", bridgeName, "address", mac); err != nil {
 		return err
 	}
-	if err := configureLink(l.Router, bridgeName, RouterAddr(IPv4), RouterAddr(IPv6)); err != nil {
+	addrs := []netip.Addr{RouterAddr(IPv4), RouterAddr(IPv6)}
+	if l.Opts.SecondRouter {
+		addrs = append(addrs, SecondRouterAddr(IPv4), SecondRouterAddr(IPv6))
+	}
+	if err := configureLink(l.Router, bridgeName, addrs...); err != nil {
 		return err
 	}
 	_, err = l.Exec(l.Router, "sysctl", "-q", "-w",

@@ -85,6 +85,17 @@ type Options struct {
 	// password Password): for a speaker that runs inside a node namespace,
 	// such as a CCM pod on a real node's host network.
 	NodePeers []int
+	// SecondRouter gives the router a second address per family
+	// (SecondRouterAddr) with a session of its own from every speaker
+	// address, in AS SecondRouterASN: two routers to the speakers, for
+	// routing policy (pools sent to one of them). BIRD only.
+	SecondRouter bool
+	// SecondRouterASN is the AS of the second address's sessions (default
+	// SpeakerASN: iBGP, so that local preference goes through).
+	SecondRouterASN uint32
+	// BirdExtra is appended to BIRD's config (filters for a test to apply
+	// with `show route filter`).
+	BirdExtra string
 }
 
 func (o *Options) defaults() error {
@@ -105,6 +116,12 @@ func (o *Options) defaults() error {
 	}
 	if o.Router != RouterBIRD && o.Router != RouterFRR {
 		return fmt.Errorf("router %q is neither %q nor %q", o.Router, RouterBIRD, RouterFRR)
+	}
+	if o.SecondRouter && o.Router != RouterBIRD {
+		return fmt.Errorf("a second router address needs %q", RouterBIRD)
+	}
+	if o.SecondRouterASN == 0 {
+		o.SecondRouterASN = o.SpeakerASN
 	}
 	if o.Nodes < 1 || o.Nodes > maxNodes {
 		return fmt.Errorf("nodes %d out of range 1..%d", o.Nodes, maxNodes)
@@ -135,7 +152,7 @@ type peer struct {
 func (o *Options) peers(f Family) []peer {
 	var out []peer
 	for i := range o.Speakers {
-		out = append(out, peer{name: protocolName(f, i), addr: SpeakerAddr(f, i), password: o.password(i)})
+		out = append(out, peer{name: ProtocolName(f, i), addr: SpeakerAddr(f, i), password: o.password(i)})
 	}
 	for _, i := range o.NodePeers {
 		out = append(out, peer{name: nodeProtocolName(f, i), addr: NodeAddr(f, i), password: o.Password})
@@ -380,6 +397,10 @@ func (c *closing) close() bool {
 
 // RouterAddr is the router's address on the node segment.
 func RouterAddr(f Family) netip.Addr { return segmentAddr(f, 10, 1) }
+
+// SecondRouterAddr is the router's second address on the node segment
+// (Options.SecondRouter).
+func SecondRouterAddr(f Family) netip.Addr { return segmentAddr(f, 10, 10) }
 
 // SpeakerAddr is the host's i-th speaker source address on the node segment.
 func SpeakerAddr(f Family, i int) netip.Addr { return segmentAddr(f, 10, 2+i) }

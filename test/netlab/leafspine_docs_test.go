@@ -1,12 +1,8 @@
 package netlab
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/metal-ccm/metal-ccm/test/framework"
 )
 
 // TestLeafSpineDocs keeps docs/leaf-spine.md's ToR configs the ones the lab
@@ -17,22 +13,13 @@ func TestLeafSpineDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(framework.RepoRoot(), "docs", "leaf-spine.md")
-	doc, err := os.ReadFile(path) //nolint:gosec // the repository's own docs
-	if err != nil {
-		t.Fatal(err)
-	}
 	for i, marker := range []string{"<!-- leafspine:tor0 -->", "<!-- leafspine:tor1 -->"} {
-		_, after, ok := strings.Cut(string(doc), marker+"\n```\n")
-		if !ok {
-			t.Fatalf("%s lacks %s followed by a code block", path, marker)
-		}
-		block, _, ok := strings.Cut(after, "\n```\n")
-		if !ok {
-			t.Fatalf("%s: the block after %s does not end", path, marker)
+		block, err := DocBlock("leaf-spine.md", marker)
+		if err != nil {
+			t.Fatal(err)
 		}
 		if want := strings.TrimRight(tors[i], "\n"); block != want {
-			t.Errorf("%s: the ToR %d config differs from the lab's; put this in its block:\n%s", path, i, want)
+			t.Errorf("docs/leaf-spine.md: the ToR %d config differs from the lab's; put this in its block:\n%s", i, want)
 		}
 	}
 }
