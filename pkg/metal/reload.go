@@ -80,8 +80,9 @@ func (c *Cloud) WatchConfig(ctx context.Context, path string) {
 }
 
 // Reload parses and applies a new config document. Changes of the bgp,
-// routes and healthChecks sections, and adding the first or removing the last pool, are
-// logged as needing a restart; everything else applies at once.
+// routes and healthChecks sections, of the pools' routing policy, and adding
+// the first or removing the last pool, are logged as needing a restart;
+// everything else applies at once.
 func (c *Cloud) Reload(data []byte) error {
 	cfg, err := config.Parse(data)
 	if err != nil {
@@ -112,6 +113,9 @@ func (c *Cloud) Reload(data []byte) error {
 	if !reflect.DeepEqual(old.cfg.HealthChecks, cfg.HealthChecks) {
 		later = append(later, "healthChecks")
 	}
+	if !reflect.DeepEqual(poolPolicies(old.cfg), poolPolicies(cfg)) {
+		later = append(later, "loadBalancer.pools[].bgpAdvertisements, serviceCommunities")
+	}
 	if (len(old.pools) == 0) != (len(st.pools) == 0) {
 		later = append(later, "loadBalancer.pools (offering LoadBalancer at all)")
 	}
@@ -119,4 +123,22 @@ func (c *Cloud) Reload(data []byte) error {
 		klog.Background().Info("Some changes of the cloud config wait for a restart", "sections", later, "reason", ErrRestartNeeded)
 	}
 	return nil
+}
+
+// poolPolicy is what a pool says of its BGP announcement: read by the
+// speakers and announcers at their start.
+type poolPolicy struct {
+	ads         []config.BGPAdvertisement
+	communities []string
+}
+
+// poolPolicies are the pools' routing policies by pool name.
+func poolPolicies(cfg *config.CloudConfig) map[string]poolPolicy {
+	out := map[string]poolPolicy{}
+	for _, p := range cfg.LoadBalancer.Pools {
+		if len(p.BGPAdvertisements) > 0 || len(p.ServiceCommunities) > 0 {
+			out[p.Name] = poolPolicy{p.BGPAdvertisements, p.ServiceCommunities}
+		}
+	}
+	return out
 }
