@@ -39,7 +39,7 @@ func TestPolicy(t *testing.T) {
 	local := netlab.SpeakerAddr(netlab.IPv4, 0)
 	s, err := New(Config{ASN: lab.Opts.SpeakerASN, RouterID: local, Policy: policy, Peers: []Peer{
 		{Name: "edge", Address: netlab.RouterAddr(netlab.IPv4), ASN: lab.Opts.RouterASN, LocalAddress: local},
-		{Name: "core", Address: netlab.SecondRouterAddr(netlab.IPv4), ASN: lab.Opts.SpeakerASN, LocalAddress: local},
+		{Name: "core", Address: netlab.SecondRouterAddr(netlab.IPv4), Port: netlab.SecondRouterPort, ASN: lab.Opts.SpeakerASN, LocalAddress: local},
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -59,9 +59,9 @@ bgp:
   peers:
   - {name: edge, address: %[2]s, asn: %[3]d, localAddress: %[4]s, holdTime: 9s, labels: {role: edge}}
   - {name: edge6, address: %[5]q, asn: %[3]d, localAddress: %[6]q, holdTime: 9s, labels: {role: edge}}
-  - {name: core, address: %[7]s, asn: %[1]d, localAddress: %[4]s, holdTime: 9s}
+  - {name: core, address: %[7]s, port: %[8]d, asn: %[1]d, localAddress: %[4]s, holdTime: 9s}
 `, lab.Opts.SpeakerASN, netlab.RouterAddr(netlab.IPv4), lab.Opts.RouterASN, s4,
-		netlab.RouterAddr(netlab.IPv6), s6, netlab.SecondRouterAddr(netlab.IPv4))
+		netlab.RouterAddr(netlab.IPv6), s6, netlab.SecondRouterAddr(netlab.IPv4), netlab.SecondRouterPort)
 }
 
 // TestRoutingPolicy: the real router's BGP table shows each pool's

@@ -68,21 +68,27 @@ func (l *Lab) birdConfig() string {
 // f with the second router address (Options.SecondRouter).
 func SecondProtocolName(f Family, i int) string { return fmt.Sprintf("spk%d_%d_b", f, i) }
 
+// SecondRouterPort is the BGP port of the second router address: BIRD runs
+// one session per neighbor address and port at a time (its lock has no
+// local address), so the second address's sessions with the same speaker
+// addresses listen on a port of their own.
+const SecondRouterPort = 1790
+
 // secondRouterConfig adds the sessions of the second router address: like
-// the first's, in SecondRouterASN; BIRD tells them apart by the local
-// address a speaker dials. The sessions are direct (the speakers are on
-// the segment), so that BIRD takes the next hops as they come on iBGP too.
+// the first's, in SecondRouterASN, on SecondRouterPort. The sessions are
+// direct (the speakers are on the segment) with direct gateways, so that
+// BIRD takes the next hops as they come on iBGP too.
 func (l *Lab) secondRouterConfig(b *strings.Builder) {
 	for _, f := range []Family{IPv4, IPv6} {
 		for i := range l.Opts.Speakers {
 			fmt.Fprintf(b, "protocol bgp %s {\n", SecondProtocolName(f, i))
-			fmt.Fprintf(b, "\tlocal %s as %d;\n", SecondRouterAddr(f), l.Opts.SecondRouterASN)
-			fmt.Fprintf(b, "\tneighbor %s as %d;\n", SpeakerAddr(f, i), l.Opts.SpeakerASN)
+			fmt.Fprintf(b, "\tlocal %s port %d as %d;\n", SecondRouterAddr(f), SecondRouterPort, l.Opts.SecondRouterASN)
+			fmt.Fprintf(b, "\tneighbor %s port %d as %d;\n", SpeakerAddr(f, i), SecondRouterPort, l.Opts.SpeakerASN)
 			b.WriteString("\tpassive on;\n\tdirect;\n")
 			if pw := l.Opts.password(i); pw != "" {
 				fmt.Fprintf(b, "\tpassword %q;\n", pw)
 			}
-			fmt.Fprintf(b, "\t%s {\n\t\timport all;\n\t\texport none;\n\t\tadd paths rx;\n\t};\n}\n\n", channel(f))
+			fmt.Fprintf(b, "\t%s {\n\t\timport all;\n\t\texport none;\n\t\tadd paths rx;\n\t\tgateway direct;\n\t};\n}\n\n", channel(f))
 		}
 	}
 }
