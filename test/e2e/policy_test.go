@@ -96,7 +96,10 @@ func TestRoutingPolicy(t *testing.T) {
 	internal, agg, refused := waitVIPs(t, ns, "internal", 1)[0], waitVIPs(t, ns, "agg", 1)[0], waitVIPs(t, ns, "refused", 1)[0]
 	aggPrefix := netip.MustParsePrefix("198.18.42.0/24")
 
-	edgeAttrs := attrs{communities: "65000:100 65000:200 65535:65281", large: "64512:1:2 64512:9:9"}
+	// BIRD gives the routes of its eBGP sessions its default local
+	// preference, 100 (the speaker sends none to them); the iBGP session
+	// gets the pool's, or the speaker's default 100.
+	edgeAttrs := attrs{communities: "65000:100 65000:200 65535:65281", large: "64512:1:2 64512:9:9", localPref: 100}
 	coreAttrs := attrs{communities: "65000:200 65000:300", large: "64512:9:9", localPref: 250}
 	t.Run("communities, large communities and local preference per peer", func(t *testing.T) {
 		wantRoutes(t, lab, netlab.HostPrefix(pub[0]), map[string]attrs{edge4: edgeAttrs, core4: coreAttrs}, hops4)
@@ -118,7 +121,7 @@ func TestRoutingPolicy(t *testing.T) {
 		wantRoutes(t, lab, netlab.HostPrefix(internal), map[string]attrs{core4: {localPref: 100}}, hops4)
 	})
 	t.Run("aggregate instead of the addresses, and also", func(t *testing.T) {
-		wantRoutes(t, lab, aggPrefix, map[string]attrs{edge4: {}, core4: {localPref: 100}}, hops4)
+		wantRoutes(t, lab, aggPrefix, map[string]attrs{edge4: {localPref: 100}, core4: {localPref: 100}}, hops4)
 		wantRoutes(t, lab, netlab.HostPrefix(agg), map[string]attrs{core4: {localPref: 100}}, hops4)
 	})
 	t.Run("a disallowed community is refused with an Event", func(t *testing.T) {
@@ -128,7 +131,7 @@ func TestRoutingPolicy(t *testing.T) {
 		}
 		// Announced with the pool's attributes alone.
 		wantRoutes(t, lab, netlab.HostPrefix(refused), map[string]attrs{
-			edge4: {communities: "65000:100 65535:65281", large: "64512:1:2"},
+			edge4: {communities: "65000:100 65535:65281", large: "64512:1:2", localPref: 100},
 			core4: {communities: "65000:300", localPref: 250},
 		}, hops4)
 	})
@@ -138,7 +141,7 @@ func TestRoutingPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantRoutes(t, lab, netlab.HostPrefix(pub[0]), map[string]attrs{
-			edge4: {communities: "65000:100 65000:200 65535:65281", large: "64512:1:2"},
+			edge4: {communities: "65000:100 65000:200 65535:65281", large: "64512:1:2", localPref: 100},
 			core4: {communities: "65000:200 65000:300", localPref: 250},
 		}, hops4)
 	})
