@@ -43,3 +43,19 @@ loadBalancer:
 		}
 	}
 }
+
+// TestClassWaitsForRestart: a reload that changes the class applies the
+// rest of the config but keeps the rule the service controller and the
+// announcers were built with.
+func TestClassWaitsForRestart(t *testing.T) {
+	c, _ := newTestCloud(t, retryConfig)
+	if err := c.Reload([]byte(retryConfig + "  class: metal-ccm.io/bgp\n  serveDefaultClass: true\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.ServiceRule(); got != (lbrule.Rule{}) {
+		t.Errorf("ServiceRule after a reload = %+v, want the rule of the start", got)
+	}
+	if got := c.state.Load().cfg.LoadBalancer.Class; got != "metal-ccm.io/bgp" {
+		t.Errorf("the reloaded config was not applied: class %q", got)
+	}
+}
