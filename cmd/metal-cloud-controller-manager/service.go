@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/metal-ccm/metal-ccm/pkg/lbcontroller"
+	"github.com/metal-ccm/metal-ccm/pkg/lbrule"
 	"github.com/metal-ccm/metal-ccm/pkg/metal"
 )
 
@@ -34,7 +35,18 @@ type requeueTaker interface {
 	SetRequeue(requeue func(key string))
 }
 
-var _ requeueTaker = (*metal.Cloud)(nil) // the wiring below must not silently stop
+// serviceRuler is implemented by providers that serve another rule than
+// upstream's (Services without a loadBalancerClass): the metal provider's
+// loadBalancer.class. The service controller takes the provider's rule, so
+// that both serve the same Services.
+type serviceRuler interface {
+	ServiceRule() lbrule.Rule
+}
+
+var (
+	_ requeueTaker = (*metal.Cloud)(nil) // the wiring below must not silently stop
+	_ serviceRuler = (*metal.Cloud)(nil)
+)
 
 // controllerInitializers are upstream's controllers, with the service
 // controller started by startServiceController. Each runs until the leader
@@ -88,7 +100,11 @@ func startServiceController(initCtx app.ControllerInitContext, cfg *cloudconfig.
 		if err != nil {
 			return nil, false, fmt.Errorf("start service controller: %w", err)
 		}
-		c, err := lbcontroller.New(balancer, cfg.ClientBuilder.ClientOrDie(initCtx.ClientName), events,
+		var rule lbrule.Rule // upstream's
+		if r, ok := balancer.(serviceRuler); ok {
+			rule = r.ServiceRule()
+		}
+		c, err := lbcontroller.New(balancer, rule, cfg.ClientBuilder.ClientOrDie(initCtx.ClientName), events,
 			cfg.SharedInformers.Core().V1().Services(), cfg.ComponentConfig.KubeCloudShared.ClusterName)
 		if err != nil {
 			return nil, false, fmt.Errorf("start service controller: %w", err)

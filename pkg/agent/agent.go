@@ -18,7 +18,6 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/bgp"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/healthcheck"
-	"github.com/metal-ccm/metal-ccm/pkg/lbrule"
 )
 
 // ErrNotNodes is returned by Run when the agent has nothing to do: the
@@ -114,7 +113,7 @@ func (a *Agent) startBGP(ctx context.Context, node *v1.Node, inf announcer.Infor
 	if hc, on := healthcheck.FromConfig(cfg.HealthChecks); on {
 		opts.HealthChecks = &announcer.HealthChecks{Options: hc, ProxyPort: cfg.HealthChecks.Port}
 	}
-	ann := announcer.New(inf, announcer.Only(a.speaker, announces(cfg, config.ProtocolBGP)), lbrule.WantsLoadBalancer, opts)
+	ann := announcer.New(inf, announcer.Only(a.speaker, announces(cfg, config.ProtocolBGP)), cfg.LoadBalancer.Rule().Wants, opts)
 	a.ann.Store(ann)
 	logger.Info("Announcing this node's LoadBalancer addresses over BGP", "asn", bcfg.ASN, "routerID", bcfg.RouterID, "peers", len(bcfg.Peers),
 		"podRoutes", cfg.Routes.Enabled)

@@ -14,7 +14,6 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	l2resp "github.com/metal-ccm/metal-ccm/pkg/l2"
 	"github.com/metal-ccm/metal-ccm/pkg/l2/member"
-	"github.com/metal-ccm/metal-ccm/pkg/lbrule"
 )
 
 // leaveTimeout bounds how long a stopping agent tells the others it leaves,
@@ -51,7 +50,7 @@ func (a *Agent) startL2(ctx context.Context, node *v1.Node, inf announcer.Inform
 	l := newL2(self, members, responder, corelisters.NewNodeLister(inf.Nodes.GetIndexer()), cfg.Selects, cfg.MemberlistPort)
 	// Every eligible node of each address, up to the most the announcer
 	// keeps: the owner is chosen among those of them whose agent is alive.
-	ann := announcer.New(inf, announcer.Only(l.candidates, announces(a.Config, config.ProtocolL2)), lbrule.WantsLoadBalancer,
+	ann := announcer.New(inf, announcer.Only(l.candidates, announces(a.Config, config.ProtocolL2)), a.Config.LoadBalancer.Rule().Wants,
 		announcer.Options{MaxNextHops: announcer.MaxNextHops})
 	a.l2ann.Store(ann)
 	a.l2.Store(l)

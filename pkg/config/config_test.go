@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
+
+	"github.com/metal-ccm/metal-ccm/pkg/lbrule"
 )
 
 const header = "apiVersion: metal-ccm.io/v1alpha1\nkind: CloudConfig\n"
@@ -529,5 +531,52 @@ routes:
 	}
 	if p := &cfg.BGP.Peers[1]; !p.Selects(rack1) || !p.Selects(rack2) {
 		t.Error("a peer without nodeSelector does not select every node")
+	}
+}
+
+func TestLoadBalancerClass(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		in      string
+		want    lbrule.Rule
+		wantErr []string // each must appear in the error text; none: valid
+	}{
+		{name: "none: the Services without a class", in: "", want: lbrule.Rule{}},
+		{name: "a class", in: "  class: metal-ccm.io/bgp\n", want: lbrule.Rule{Class: "metal-ccm.io/bgp"}},
+		{name: "an unprefixed class", in: "  class: internal-vip\n", want: lbrule.Rule{Class: "internal-vip"}},
+		{name: "a class and the default one", in: "  class: metal-ccm.io/bgp\n  serveDefaultClass: true\n",
+			want: lbrule.Rule{Class: "metal-ccm.io/bgp", ServeDefault: true}},
+		{name: "serveDefaultClass false without a class", in: "  serveDefaultClass: false\n", want: lbrule.Rule{}},
+		{name: "not a qualified name", in: "  class: metal-ccm.io/bgp/v1\n",
+			wantErr: []string{`loadBalancer.class: Invalid value: "metal-ccm.io/bgp/v1": a valid label key must consist of`}},
+		{name: "upper-case prefix", in: "  class: Metal-CCM.io/bgp\n",
+			wantErr: []string{`loadBalancer.class: Invalid value: "Metal-CCM.io/bgp": prefix part a lowercase RFC 1123 subdomain`}},
+		{name: "name too long", in: "  class: example.com/" + strings.Repeat("a", 64) + "\n",
+			wantErr: []string{`loadBalancer.class: Invalid value: "example.com/aaaa`, `name part must be no more than 63 bytes`}},
+		{name: "serveDefaultClass without a class", in: "  serveDefaultClass: true\n",
+			wantErr: []string{`loadBalancer.serveDefaultClass: Invalid value: true: needs loadBalancer.class`}},
+		{name: "both wrong, both named", in: "  class: -bad-\n  serveDefaultClass: true\n",
+			wantErr: []string{`loadBalancer.class: Invalid value: "-bad-"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(header + "loadBalancer:\n  pools:\n  - {name: p, addresses: [198.18.100.0/24]}\n" + tc.in))
+			if len(tc.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("Parse: %v", err)
+				}
+				if got := cfg.LoadBalancer.Rule(); got != tc.want {
+					t.Errorf("Rule = %+v, want %+v", got, tc.want)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Parse = %v, want an error wrapping ErrInvalid", err)
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
 	"github.com/metal-ccm/metal-ccm/pkg/ipam"
+	"github.com/metal-ccm/metal-ccm/pkg/lbrule"
 )
 
 // The values below are parsed once, by the validation of a document
@@ -54,6 +55,14 @@ func (lb *LoadBalancer) Announces(addr netip.Addr, proto Protocol) bool {
 		return p.Announces(proto)
 	}
 	return proto == ProtocolBGP
+}
+
+// Rule is the rule of which Services are served: class and
+// serveDefaultClass. Every part that serves Services (the service
+// controller, the allocator, the announcers of the replicas and of the node
+// agents) takes it from here, so that they agree.
+func (lb *LoadBalancer) Rule() lbrule.Rule {
+	return lbrule.Rule{Class: lb.Class, ServeDefault: lb.ServeDefaultClass}
 }
 
 // HasProtocol reports whether any pool is announced with proto.

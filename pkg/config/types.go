@@ -88,6 +88,17 @@ type Routes struct {
 type LoadBalancer struct {
 	// Pools are the address pools LoadBalancer IPs come from. They must not overlap.
 	Pools []Pool `json:"pools,omitempty"`
+	// Class is the spec.loadBalancerClass of the Services served, a
+	// qualified name as Kubernetes takes there ("metal-ccm.io/bgp"), so
+	// that another load-balancer implementation can serve the other
+	// classes beside this one. Services of any other class are left
+	// alone. Read at start: a change waits for a restart of the replicas
+	// and the node agents. Default: none (the Services without a class are
+	// served, as upstream's service controller does).
+	Class string `json:"class,omitempty"`
+	// ServeDefaultClass, with a class, also serves the Services without a
+	// class. Needs class. Read at start, as class. Default: false.
+	ServeDefaultClass bool `json:"serveDefaultClass,omitempty"`
 }
 
 // Pool is a named set of addresses for LoadBalancer Services.

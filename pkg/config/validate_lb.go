@@ -72,6 +72,24 @@ func (lb *LoadBalancer) validate(p *field.Path) field.ErrorList {
 		}
 		errs = append(errs, pool.validateAnnounce(pp.Child("announce"))...)
 	}
+	return append(errs, lb.validateClass(p)...)
+}
+
+// validateClass checks class as the API server checks a Service's
+// spec.loadBalancerClass, so that every class the config names is one a
+// Service can have.
+func (lb *LoadBalancer) validateClass(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if lb.Class != "" {
+		for _, msg := range validation.IsQualifiedName(lb.Class) {
+			errs = append(errs, field.Invalid(p.Child("class"), lb.Class, msg))
+		}
+	}
+	if lb.ServeDefaultClass && lb.Class == "" {
+		// Refused rather than ignored: without a class the Services without
+		// one are served anyway, and the operator most likely left class out.
+		errs = append(errs, field.Invalid(p.Child("serveDefaultClass"), true, "needs loadBalancer.class: without a class, only the Services without one are served"))
+	}
 	return errs
 }
 

@@ -22,6 +22,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -37,6 +38,8 @@ import (
 	"k8s.io/cloud-provider/api"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/klog/v2"
+
+	"github.com/metal-ccm/metal-ccm/pkg/lbrule"
 )
 
 // Retry delays of a failed sync, as upstream's service controller.
@@ -55,10 +58,11 @@ const (
 // EventComponent is the source of the Events, as upstream's.
 const EventComponent = "service-controller"
 
-// Controller keeps each Service of type LoadBalancer (without a class) and
-// its load balancer in step.
+// Controller keeps each Service of type LoadBalancer that its rule wants
+// and its load balancer in step.
 type Controller struct {
 	balancer    cloudprovider.LoadBalancer
+	rule        lbrule.Rule
 	client      kubernetes.Interface // writes Services
 	events      kubernetes.Interface // writes Events
 	services    corelisters.ServiceLister
@@ -68,35 +72,47 @@ type Controller struct {
 	recorder    record.EventRecorder
 
 	mu      sync.Mutex
-	written map[string]string // Service key -> resourceVersion of our last write to it
+	written map[string]string    // Service key -> resourceVersion of our last write to it
+	served  map[string]types.UID // Service key -> UID, of a class the rule owns, seen with the finalizer
 }
 
-// New builds a controller over the Service informer; Run starts it. Events
+// New builds a controller over the Service informer; Run starts it. It
+// serves the Services rule wants, the rule the provider uses too. Events
 // are written with their own client (events), so that their rate limit does
 // not slow the Service writes; it may be client.
-func New(balancer cloudprovider.LoadBalancer, client, events kubernetes.Interface, services coreinformers.ServiceInformer, clusterName string) (*Controller, error) {
+func New(balancer cloudprovider.LoadBalancer, rule lbrule.Rule, client, events kubernetes.Interface, services coreinformers.ServiceInformer, clusterName string) (*Controller, error) {
 	registerMetrics()
 	c := &Controller{
 		balancer:    balancer,
+		rule:        rule,
 		client:      client,
 		events:      events,
 		services:    services.Lister(),
 		clusterName: clusterName,
 		written:     map[string]string{},
+		served:      map[string]types.UID{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](minRetryDelay, maxRetryDelay),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "service"}),
 	}
 	reg, err := services.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(o any) {
-			if svc, ok := o.(*v1.Service); ok && (WantsLoadBalancer(svc) || needsCleanup(svc)) {
-				c.enqueue(svc)
+			if svc, ok := o.(*v1.Service); ok {
+				c.note(svc)
+				if c.rule.Wants(svc) || c.needsCleanup(svc) {
+					c.enqueue(svc)
+				}
 			}
 		},
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*v1.Service)
 			s, ok2 := cur.(*v1.Service)
-			if ok1 && ok2 && (needsSync(o, s) || needsCleanup(s)) {
+			if !ok1 || !ok2 {
+				return
+			}
+			c.note(o)
+			c.note(s)
+			if needsSync(c.rule, o, s) || c.needsCleanup(s) {
 				c.enqueue(s)
 			}
 		},
@@ -191,11 +207,16 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		// event brings the Service back here.
 		return nil
 	}
-	if needsCleanup(svc) || !WantsLoadBalancer(svc) {
+	switch {
+	case !c.ours(svc):
+		// Another implementation's (a Requeue may name any key): no
+		// status, no finalizer, no Event from here.
+		return nil
+	case !c.rule.Wants(svc):
 		// (A Service being deleted without our finalizer gets none: it
 		// only waits for others' finalizers.)
 		err = c.cleanup(ctx, svc)
-	} else {
+	default:
 		err = c.ensure(ctx, svc)
 	}
 	if err != nil {
@@ -230,6 +251,7 @@ func (c *Controller) wrote(key string, svc *v1.Service) {
 func (c *Controller) forget(key string) {
 	c.mu.Lock()
 	delete(c.written, key)
+	delete(c.served, key)
 	c.mu.Unlock()
 }
 

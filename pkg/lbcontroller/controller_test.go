@@ -14,9 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/utils/ptr"
+
+	"github.com/metal-ccm/metal-ccm/pkg/lbrule"
 )
 
 // fakeBalancer gives 198.18.100.N to the Nth Service it sees, or refuses
@@ -77,6 +80,29 @@ func lb(name string) *v1.Service {
 	}
 }
 
+// serviceGetter gets Services of namespace ns from cs, failing t on error.
+func serviceGetter(ctx context.Context, t *testing.T, cs kubernetes.Interface) func(name string) *v1.Service {
+	return func(name string) *v1.Service {
+		t.Helper()
+		s, err := cs.CoreV1().Services("ns").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+}
+
+// waiter waits until cond holds, failing t with what after 10 s.
+func waiter(ctx context.Context, t *testing.T) func(what string, cond func() bool) {
+	return func(what string, cond func() bool) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true,
+			func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+}
+
 func TestController(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -88,27 +114,14 @@ func TestController(t *testing.T) {
 	cs := fake.NewClientset(lb("web"), lb("refused"), other, deleting)
 	bal := &fakeBalancer{ips: map[string]string{}, refuse: map[string]error{"refused": errNoAddress}}
 	f := informers.NewSharedInformerFactory(cs, 0)
-	c, err := New(bal, cs, cs, f.Core().V1().Services(), "cluster")
+	c, err := New(bal, lbrule.Rule{}, cs, cs, f.Core().V1().Services(), "cluster")
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.Start(ctx.Done())
 	go c.Run(ctx, 2)
 
-	get := func(name string) *v1.Service {
-		s, err := cs.CoreV1().Services("ns").Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	eventually := func(what string, cond func() bool) {
-		t.Helper()
-		if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true,
-			func(context.Context) (bool, error) { return cond(), nil }); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	get, eventually := serviceGetter(ctx, t, cs), waiter(ctx, t)
 
 	events := func(reason string) []string {
 		l, err := cs.CoreV1().Events("").List(ctx, metav1.ListOptions{})
@@ -204,7 +217,7 @@ func TestNeedsSync(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cur := base.DeepCopy()
 			tc.change(cur)
-			if got := needsSync(base, cur); got != tc.want {
+			if got := needsSync(lbrule.Rule{}, base, cur); got != tc.want {
 				t.Errorf("needsSync = %v, want %v", got, tc.want)
 			}
 		})
@@ -213,8 +226,13 @@ func TestNeedsSync(t *testing.T) {
 	np.Spec.Type = v1.ServiceTypeNodePort
 	np2 := np.DeepCopy()
 	np2.Spec.Ports[0].Port = 81
-	if needsSync(np, np2) {
+	if needsSync(lbrule.Rule{}, np, np2) {
 		t.Error("a change of a Service that never wanted a load balancer needs a sync")
+	}
+	cur := base.DeepCopy()
+	cur.Spec.Ports[0].Port = 81
+	if needsSync(lbrule.Rule{Class: "metal-ccm.io/bgp"}, base, cur) {
+		t.Error("a change of a Service of a class not served needs a sync")
 	}
 }
 
@@ -227,7 +245,7 @@ func TestRequeue(t *testing.T) {
 	cs := fake.NewClientset(lb("waiting"))
 	bal := &fakeBalancer{ips: map[string]string{}, refuse: map[string]error{"waiting": errNoAddress}}
 	f := informers.NewSharedInformerFactory(cs, 0)
-	c, err := New(bal, cs, cs, f.Core().V1().Services(), "cluster")
+	c, err := New(bal, lbrule.Rule{}, cs, cs, f.Core().V1().Services(), "cluster")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,19 +9,39 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/lbrule"
 )
 
-// WantsLoadBalancer reports whether a Service should hold a load balancer of
-// the provider now: the rule of pkg/lbrule, which the controller ensures.
-func WantsLoadBalancer(svc *v1.Service) bool { return lbrule.WantsLoadBalancer(svc) }
-
 // Key is a Service's key in the controller's queue, "namespace/name" (the
 // key of client-go's caches), and the key Requeue takes. A provider that
 // remembers Services for a later Requeue keys them with it.
 func Key(svc *v1.Service) string { return cache.MetaObjectToName(svc).String() }
 
-// needsCleanup: the Service holds the finalizer and is being deleted or no
-// longer of type LoadBalancer.
-func needsCleanup(svc *v1.Service) bool {
-	return servicehelper.HasLBFinalizer(svc) && (svc.DeletionTimestamp != nil || svc.Spec.Type != v1.ServiceTypeLoadBalancer)
+// ours reports whether the Service is this controller's to touch: of a
+// class the rule owns, or seen so while holding the finalizer (a Service
+// whose type changes from LoadBalancer loses its class in the same update,
+// and must still be cleaned up). Another implementation may hold the same
+// finalizer on the Services of its class: those are never touched.
+func (c *Controller) ours(svc *v1.Service) bool {
+	if c.rule.Owns(svc) {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.served[Key(svc)] == svc.UID
+}
+
+// note remembers a Service of a class the rule owns that holds the
+// finalizer, for ours.
+func (c *Controller) note(svc *v1.Service) {
+	if c.rule.Owns(svc) && servicehelper.HasLBFinalizer(svc) {
+		c.mu.Lock()
+		c.served[Key(svc)] = svc.UID
+		c.mu.Unlock()
+	}
+}
+
+// needsCleanup: the Service is ours, holds the finalizer and is being
+// deleted or no longer of type LoadBalancer.
+func (c *Controller) needsCleanup(svc *v1.Service) bool {
+	return servicehelper.HasLBFinalizer(svc) && (svc.DeletionTimestamp != nil || svc.Spec.Type != v1.ServiceTypeLoadBalancer) && c.ours(svc)
 }
 
 // needsSync reports whether a change may change the load balancer: what the
@@ -29,8 +49,8 @@ func needsCleanup(svc *v1.Service) bool {
 // finalizer must be put back if someone removes it. Status writes of our
 // own come back here and cost one sync that writes nothing. A Service that
 // is being deleted and holds the finalizer is taken by needsCleanup.
-func needsSync(old, cur *v1.Service) bool {
-	if !WantsLoadBalancer(old) && !WantsLoadBalancer(cur) {
+func needsSync(rule lbrule.Rule, old, cur *v1.Service) bool {
+	if !rule.Wants(old) && !rule.Wants(cur) {
 		return false
 	}
 	return old.UID != cur.UID ||

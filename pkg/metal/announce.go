@@ -56,7 +56,7 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) 
 		c.backends.Store(&bs)
 		// The replicas announce over BGP only (L2 is the node agents'): the
 		// addresses of pools without BGP are not theirs to announce.
-		ann := announcer.New(inf, announcer.Only(bs, bgpAnnounces(cfg)), wantsLoadBalancer, announcer.Options{
+		ann := announcer.New(inf, announcer.Only(bs, bgpAnnounces(cfg)), c.wantsLoadBalancer, announcer.Options{
 			PodRoutes:    cfg.Routes.Enabled,
 			PodNextHop:   cfg.Routes.NextHopAddressType,
 			MaxNextHops:  cfg.BGP.MaxPathsPerAddress,

@@ -20,6 +20,7 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/announcer"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/ipam"
+	"github.com/metal-ccm/metal-ccm/pkg/lbrule"
 	"github.com/metal-ccm/metal-ccm/pkg/powerstate"
 )
 
@@ -41,6 +42,10 @@ func init() {
 
 // Cloud is the metal provider. Its methods are safe for concurrent use.
 type Cloud struct {
+	// rule is which Services are served, from the config read at start:
+	// the service controller, the informers' handlers and the announcers
+	// are built with it, so that a reload does not change it.
+	rule      lbrule.Rule
 	state     atomic.Pointer[state]
 	recorder  atomic.Pointer[record.EventRecorder]
 	lb        *lbState
@@ -69,7 +74,7 @@ func New(cfg *config.CloudConfig) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cloud{lb: &lbState{alloc: ipam.New(st.pools)}}
+	c := &Cloud{rule: cfg.LoadBalancer.Rule(), lb: &lbState{alloc: ipam.New(st.pools)}}
 	c.state.Store(st)
 	registerMetrics(c)
 	return c, nil

@@ -215,7 +215,7 @@ func l2Logger(ctx context.Context) klog.Logger { return klog.FromContext(ctx).Wi
 func (c *Cloud) observeL2(cfg *config.CloudConfig, inf announcer.Informers, services corelisters.ServiceLister, nodes corelisters.NodeLister) func(context.Context) {
 	o := newL2Observer(cfg, nodes)
 	ann := announcer.New(inf, announcer.Only(o.candidates, func(p netip.Prefix) bool { return cfg.LoadBalancer.Announces(p.Addr(), config.ProtocolL2) }),
-		wantsLoadBalancer, announcer.Options{MaxNextHops: announcer.MaxNextHops})
+		c.wantsLoadBalancer, announcer.Options{MaxNextHops: announcer.MaxNextHops})
 	c.l2.Store(&l2State{observer: o, services: services})
 	return func(ctx context.Context) {
 		go ann.Run(ctx)

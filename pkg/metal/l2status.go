@@ -53,7 +53,7 @@ func (c *Cloud) runL2StatusWriter(ctx context.Context, o *l2Observer, services c
 		}
 		lb := c.state.Load().cfg.LoadBalancer
 		for _, svc := range list {
-			if !wantsLoadBalancer(svc) {
+			if !c.wantsLoadBalancer(svc) {
 				continue
 			}
 			value, ok := l2Annotation(svc, &lb, o)

@@ -79,7 +79,7 @@ func (c *Cloud) observeService(obj any) {
 		return
 	}
 	ctx := context.Background()
-	if !wantsLoadBalancer(svc) {
+	if !c.wantsLoadBalancer(svc) {
 		c.release(ctx, lbcontroller.Key(svc))
 		return
 	}

@@ -36,7 +36,8 @@ var (
 )
 
 // ErrRestartNeeded marks config changes that take effect only at the next
-// start (the BGP sessions, whether Routes and LoadBalancer are offered).
+// start (the BGP sessions, whether Routes and LoadBalancer are offered,
+// the loadBalancerClass served).
 var ErrRestartNeeded = errors.New("takes effect at the next restart")
 
 // WatchConfig reloads the config file at path when its content changes,
@@ -80,9 +81,10 @@ func (c *Cloud) WatchConfig(ctx context.Context, path string) {
 }
 
 // Reload parses and applies a new config document. Changes of the bgp,
-// routes and healthChecks sections, of the pools' routing policy, and adding
-// the first or removing the last pool, are logged as needing a restart;
-// everything else applies at once.
+// routes and healthChecks sections, of the pools' routing policy, of
+// loadBalancer.class and serveDefaultClass, and adding the first or removing
+// the last pool, are logged as needing a restart; everything else applies at
+// once.
 func (c *Cloud) Reload(data []byte) error {
 	cfg, err := config.Parse(data)
 	if err != nil {
@@ -115,6 +117,12 @@ func (c *Cloud) Reload(data []byte) error {
 	}
 	if !reflect.DeepEqual(poolPolicies(old.cfg), poolPolicies(cfg)) {
 		later = append(later, "loadBalancer.pools[].bgpAdvertisements, serviceCommunities")
+	}
+	// The Services served: the service controller and the announcers were
+	// built with the rule of the config read at start (c.rule), and the
+	// node agents read the config only at start.
+	if cfg.LoadBalancer.Rule() != c.rule {
+		later = append(later, "loadBalancer.class and serveDefaultClass")
 	}
 	if (len(old.pools) == 0) != (len(st.pools) == 0) {
 		later = append(later, "loadBalancer.pools (offering LoadBalancer at all)")

@@ -58,7 +58,14 @@ func lbService(name string, age time.Duration, kv ...string) *v1.Service {
 // are recorded.
 func newRetryCloud(t *testing.T, svcs ...*v1.Service) (*Cloud, *requeues) {
 	t.Helper()
-	c, _ := newTestCloud(t, retryConfig)
+	return newInformedCloud(t, retryConfig, svcs...)
+}
+
+// newInformedCloud is a provider of config doc fed by an informer over
+// svcs, whose requeues are recorded.
+func newInformedCloud(t *testing.T, doc string, svcs ...*v1.Service) (*Cloud, *requeues) {
+	t.Helper()
+	c, _ := newTestCloud(t, doc)
 	objs := make([]runtime.Object, 0, len(svcs))
 	for _, s := range svcs {
 		objs = append(objs, s)

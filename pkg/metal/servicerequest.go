@@ -10,13 +10,18 @@ import (
 
 	"github.com/metal-ccm/metal-ccm/pkg/ipam"
 	"github.com/metal-ccm/metal-ccm/pkg/lbcontroller"
+	"github.com/metal-ccm/metal-ccm/pkg/lbrule"
 )
 
-// wantsLoadBalancer reports whether this provider serves the Service. It is
-// the service controller's rule (type LoadBalancer, no class, not being
-// deleted): the allocator and the announcer serve exactly the Services the
-// controller ensures, and free what a Service being deleted held.
-func wantsLoadBalancer(svc *v1.Service) bool { return lbcontroller.WantsLoadBalancer(svc) }
+// ServiceRule is the rule of which Services this provider serves
+// (loadBalancer.class and serveDefaultClass, read at start), for the
+// service controller: the allocator and the announcer serve exactly the
+// Services the controller ensures, and free what a Service being deleted
+// held.
+func (c *Cloud) ServiceRule() lbrule.Rule { return c.rule }
+
+// wantsLoadBalancer reports whether this provider serves the Service now.
+func (c *Cloud) wantsLoadBalancer(svc *v1.Service) bool { return c.rule.Wants(svc) }
 
 // owner describes a Service to the allocator.
 func owner(svc *v1.Service) ipam.Owner {

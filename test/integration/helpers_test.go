@@ -75,8 +75,15 @@ func waitInitialized(t *testing.T, name string, timeout time.Duration) *v1.Node 
 // nodeEvents lists the Events recorded about a node.
 func nodeEvents(ctx context.Context, t *testing.T, name string) []v1.Event {
 	t.Helper()
-	evs, err := client.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
-		FieldSelector: fields.Set{"involvedObject.kind": "Node", "involvedObject.name": name}.String(),
+	return objectEvents(ctx, t, "Node", metav1.NamespaceAll, name)
+}
+
+// objectEvents lists the Events recorded about the object of kind named
+// name in namespace ns (metav1.NamespaceAll for a cluster-wide object).
+func objectEvents(ctx context.Context, t *testing.T, kind, ns, name string) []v1.Event {
+	t.Helper()
+	evs, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.Set{"involvedObject.kind": kind, "involvedObject.name": name}.String(),
 	})
 	if err != nil {
 		t.Fatal(err)
