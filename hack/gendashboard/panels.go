@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
@@ -22,7 +24,7 @@ type query struct{ expr, legend string }
 
 // target is the i-th query of a panel, named A, B, ... as Grafana names them.
 func (q query) target(i int) *prometheus.DataqueryBuilder {
-	return prometheus.NewDataqueryBuilder().RefId(string(rune('A' + i))).Expr(q.expr).LegendFormat(q.legend)
+	return prometheus.NewDataqueryBuilder().RefId(fmt.Sprintf("%c", 'A'+i)).Expr(q.expr).LegendFormat(q.legend)
 }
 
 // tooltip shows every series at the pointer, largest first.
