@@ -1,0 +1,44 @@
+package main
+
+import (
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+)
+
+// health is the replicas' checks of the next hops they announce.
+func health() row {
+	return row{"Next-hop health", []cog.Builder[dashboard.Panel]{
+		series("Health-check targets by state", "Each replica's health-check targets (kube-proxy of each eligible node, and each node of a Local Service) by state.",
+			look{unit: "short", min: ptr(0.0), span: 6},
+			query{"sum by (instance, state) (" + ccm("metal_ccm_node_health_targets") + ")", "{{instance}} {{state}}"}),
+		series("Unhealthy share", "Share of each replica's targets that fail. At 100% the replica reaches no node and announces every eligible one (fail open).",
+			look{unit: "percentunit", min: ptr(0.0), max: ptr(1.0), span: 6, thresholds: []dashboard.Threshold{
+				{Color: "green"}, {Value: ptr(0.01), Color: "orange"}, {Value: ptr(1.0), Color: "red"}}},
+			query{"sum by (instance) (" + ccm("metal_ccm_node_health_targets", `state="unhealthy"`) + ") / sum by (instance) (" +
+				ccm("metal_ccm_node_health_targets") + ")", "{{instance}}"}),
+		series("Health transitions", "Changes of a target's state per second, by new state. A steady rate is a flapping node or network.",
+			look{unit: "cps", min: ptr(0.0), span: 6},
+			query{"sum by (instance, state) (rate(" + ccm("metal_ccm_node_health_transitions_total") + rateInterval + "))", "{{instance}} {{state}}"}),
+		series("Health check time (p95)", "95th percentile of one check's time, by result. Failures at the check timeout are nodes that do not answer at all.",
+			look{unit: "s", min: ptr(0.0), span: 6},
+			query{"histogram_quantile(0.95, sum by (le, result) (rate(" + ccm("metal_ccm_node_health_check_duration_seconds_bucket") + rateInterval + ")))", "{{result}}"}),
+	}}
+}
+
+// l2 is the node agents that answer ARP and Neighbor Solicitations.
+func l2() row {
+	return row{"L2", []cog.Builder[dashboard.Panel]{
+		series("L2 addresses answered", "L2 addresses each node agent answers for, stacked: the top is every L2 address, each answered by one node.",
+			look{unit: "short", min: ptr(0.0), span: 6, stacked: true},
+			query{agent("metal_ccm_agent_l2_answered_addresses"), "{{instance}}"}),
+		series("L2 takeovers", "Addresses a node agent began to answer for, per interval: a node failing over, joining, or an agent starting.",
+			look{unit: "short", min: ptr(0.0), span: 6},
+			query{"increase(" + agent("metal_ccm_agent_l2_takeovers_total") + rateInterval + ")", "{{instance}}"}),
+		series("L2 members seen", "L2 agents each agent sees alive, itself included. All agents should see the same number; one that sees fewer is cut off from the others.",
+			look{unit: "short", min: ptr(0.0), span: 6},
+			query{agent("metal_ccm_agent_l2_members"), "{{instance}}"}),
+		upDown("L2 majority", "Whether each agent sees a majority of the expected agents and may answer. An agent without one stops answering.",
+			bad("cut off"), good("majority"), 6,
+			query{agent("metal_ccm_agent_l2_majority"), "{{instance}}"}),
+	}}
+}
