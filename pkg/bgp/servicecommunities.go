@@ -56,7 +56,7 @@ func ServiceCommunities(lb *config.LoadBalancer, svc *v1.Service, addr netip.Add
 // not reported a second time by every replica and agent.
 func AnnouncedCommunities(lb *config.LoadBalancer) func(*v1.Service, netip.Addr) community.Set {
 	return func(svc *v1.Service, addr netip.Addr) community.Set {
-		c, _ := ServiceCommunities(lb, svc, addr) //nolint:errcheck // reported by the leader (Event)
+		c, _ := ServiceCommunities(lb, svc, addr) // the error is the leader's Event
 		return c
 	}
 }

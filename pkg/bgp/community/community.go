@@ -98,7 +98,7 @@ func ParseStandard(s string) (Community, error) {
 	for i, p := range parts {
 		n, err := parseUint(p, 16)
 		if err != nil {
-			return 0, fmt.Errorf("%q: %w: part %d %v", s, ErrInvalid, i+1, err)
+			return 0, fmt.Errorf("%q: %w: part %d: %w", s, ErrInvalid, i+1, err)
 		}
 		v[i] = n
 	}
@@ -116,7 +116,7 @@ func ParseLarge(s string) (Large, error) {
 	for i, p := range parts {
 		n, err := parseUint(p, 32)
 		if err != nil {
-			return Large{}, fmt.Errorf("%q: %w: part %d %v", s, ErrInvalid, i+1, err)
+			return Large{}, fmt.Errorf("%q: %w: part %d: %w", s, ErrInvalid, i+1, err)
 		}
 		v[i] = n
 	}
