@@ -145,7 +145,12 @@ func checkResults(t *testing.T, r *Results, o Options, router bool) {
 	if s := r.Scenario(ScenarioTor); s != nil && s.Skipped == "" {
 		// Every change reached both ToRs and left them.
 		count(ScenarioTor, "changes", o.TorChanges)
-		positive(ScenarioTor, "announce_p50_ms", "announce_p99_ms", "withdraw_p50_ms", "withdraw_p99_ms")
+		// Times run from the write's response, which a loaded machine can
+		// hand the harness after the ToRs had the change: 0 or below is a
+		// result, not a fault (docs/performance.md, scenario 0c).
+		for _, key := range []string{"announce_p50_ms", "announce_p99_ms", "withdraw_p50_ms", "withdraw_p99_ms"} {
+			figure(t, r, ScenarioTor, key)
+		}
 		if f := figure(t, r, ScenarioTor, "announce_p99_ms"); f != nil && f.Goal == nil {
 			t.Errorf("tor: announce_p99_ms has no goal: %+v", f)
 		}
