@@ -1,7 +1,6 @@
 package bgp
 
 import (
-	"context"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -37,23 +36,11 @@ func TestPolicy(t *testing.T) {
 		{Peers: []string{"core"}, Attributes: Attributes{Communities: must("65000:300"), LocalPref: 250}, Aggregate4: 24},
 	}
 	local := netlab.SpeakerAddr(netlab.IPv4, 0)
-	s, err := New(Config{ASN: lab.Opts.SpeakerASN, RouterID: local, Policy: policy, Peers: []Peer{
+	s := runSpeaker(t, Config{ASN: lab.Opts.SpeakerASN, RouterID: local, Policy: policy, Peers: []Peer{
 		{Name: "edge", Address: netlab.RouterAddr(netlab.IPv4), ASN: lab.Opts.RouterASN, LocalAddress: local},
 		{Name: "core", Address: netlab.SecondRouterAddr(netlab.IPv4), Port: netlab.SecondRouterPort, ASN: lab.Opts.SpeakerASN, LocalAddress: local},
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	errc := make(chan error, 1)
-	go func() { errc <- s.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		s.Stop()
-		if err := <-errc; err != nil {
-			t.Errorf("Start: %v", err)
-		}
-	})
+	ctx := t.Context()
 	hops := lab.NodeAddrs(netlab.IPv4)
 	vip, vip2 := netip.MustParsePrefix("198.18.42.7/32"), netip.MustParsePrefix("198.18.42.9/32")
 	agg := netip.MustParsePrefix("198.18.42.0/24")

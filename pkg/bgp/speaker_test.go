@@ -39,6 +39,12 @@ func startSpeaker(t *testing.T, lab *netlab.Lab, idx int, gr bool) *Speaker {
 			GracefulRestart: gr,
 		})
 	}
+	return runSpeaker(t, cfg)
+}
+
+// runSpeaker starts a speaker with cfg until the test ends.
+func runSpeaker(t *testing.T, cfg Config) *Speaker {
+	t.Helper()
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +56,7 @@ func startSpeaker(t *testing.T, lab *netlab.Lab, idx int, gr bool) *Speaker {
 		cancel()
 		s.Stop()
 		if err := <-errc; err != nil {
-			t.Errorf("speaker %d: Start: %v", idx, err)
+			t.Errorf("speaker %s: Start: %v", cfg.RouterID, err)
 		}
 	})
 	return s

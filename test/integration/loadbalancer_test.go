@@ -52,24 +52,7 @@ func waitIPs(t *testing.T, ns, name string, n int, timeout time.Duration) []stri
 // waitEvent waits for an Event with reason on the Service.
 func waitEvent(t *testing.T, ns, name, reason string) v1.Event {
 	t.Helper()
-	var found v1.Event
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-		evs, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
-		if err != nil {
-			return false, nil //nolint:nilerr // keep polling
-		}
-		for _, e := range evs.Items {
-			if e.Reason == reason {
-				found = e
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("no %s Event on service %s/%s", reason, ns, name)
-	}
-	return found
+	return framework.WaitObjectEvent(t, client, ns, name, reason, 20*time.Second)
 }
 
 func TestLoadBalancerAllocation(t *testing.T) {
