@@ -247,7 +247,7 @@ func TestExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	paths = append(paths, "testdata/full.yaml")
+	paths = append(paths, "testdata/full.yaml", "testdata/policy.yaml")
 	for _, p := range paths {
 		t.Run(filepath.Base(p), func(t *testing.T) {
 			if _, err := os.Stat(p); err != nil {
