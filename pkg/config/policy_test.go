@@ -58,6 +58,10 @@ func TestPolicyValidationErrors(t *testing.T) {
     addresses: [198.18.100.64/26]
     bgpAdvertisements:
     - aggregate: {ipv4Length: 24, ipv6Length: 0}
+  - name: c
+    addresses: [198.18.102.0/24]
+    bgpAdvertisements:
+    - aggregate: {ipv4Length: 32}
   - name: l2
     addresses: [198.18.101.0/24]
     announce: [L2]
@@ -79,9 +83,10 @@ func TestPolicyValidationErrors(t *testing.T) {
 				`loadBalancer.pools[0].bgpAdvertisements[4].aggregate: Required value: ipv4Length or ipv6Length`,
 				`loadBalancer.pools[0].serviceCommunities[2]: Invalid value: "bad"`,
 				`loadBalancer.pools[1].bgpAdvertisements[0].aggregate.ipv4Length: Invalid value: 24: the aggregates of 198.18.100.64-198.18.100.127 cover pool a's 198.18.100.0-198.18.100.63`,
-				`loadBalancer.pools[1].bgpAdvertisements[0].aggregate.ipv6Length: Invalid value: 0: must be from 1 to 128`,
-				`loadBalancer.pools[2].bgpAdvertisements: Invalid value: 1: the pool is not announced with BGP`,
-				`loadBalancer.pools[2].serviceCommunities: Invalid value: ["65000:1"]: the pool is not announced with BGP`,
+				`loadBalancer.pools[1].bgpAdvertisements[0].aggregate.ipv6Length: Invalid value: 0: must be from 1 to 127`,
+				`loadBalancer.pools[2].bgpAdvertisements[0].aggregate.ipv4Length: Invalid value: 32: must be from 1 to 31`,
+				`loadBalancer.pools[3].bgpAdvertisements: Invalid value: 1: the pool is not announced with BGP`,
+				`loadBalancer.pools[3].serviceCommunities: Invalid value: ["65000:1"]: the pool is not announced with BGP`,
 			},
 		},
 		{

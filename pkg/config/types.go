@@ -168,10 +168,10 @@ type BGPAdvertisement struct {
 
 // Aggregate is the covering prefix an advertisement announces.
 type Aggregate struct {
-	// IPv4Length is the length of the IPv4 aggregate, from 1 to 32.
+	// IPv4Length is the length of the IPv4 aggregate, from 1 to 31.
 	// Default: no IPv4 aggregate.
 	IPv4Length *int `json:"ipv4Length,omitempty"`
-	// IPv6Length is the length of the IPv6 aggregate, from 1 to 128.
+	// IPv6Length is the length of the IPv6 aggregate, from 1 to 127.
 	// Default: no IPv6 aggregate.
 	IPv6Length *int `json:"ipv6Length,omitempty"`
 	// Only announces the aggregate instead of the addresses themselves

@@ -176,8 +176,9 @@ func (lb *LoadBalancer) validateAggregate(p *field.Path, i int, agg *Aggregate) 
 		if fam.length == nil {
 			continue
 		}
-		if *fam.length < 1 || *fam.length > fam.bits {
-			errs = append(errs, field.Invalid(p.Child(fam.name), *fam.length, fmt.Sprintf("must be from 1 to %d", fam.bits)))
+		// A full-length aggregate would be the address itself.
+		if *fam.length < 1 || *fam.length >= fam.bits {
+			errs = append(errs, field.Invalid(p.Child(fam.name), *fam.length, fmt.Sprintf("must be from 1 to %d", fam.bits-1)))
 			continue
 		}
 		for _, r := range lb.Pools[i].ranges {
