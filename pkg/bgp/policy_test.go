@@ -24,16 +24,9 @@ func (p staticPolicy) Advertisements(netip.Prefix) []Advertisement { return p }
 // core, following the host routes it covers.
 func TestPolicy(t *testing.T) {
 	lab := netlab.New(t, netlab.Options{Nodes: 2, Speakers: 1, SecondRouter: true})
-	must := func(s string) community.Set {
-		c, err := community.ParseList(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
 	policy := staticPolicy{
-		{Peers: []string{"edge"}, Attributes: Attributes{Communities: must("65000:100,no-export,64512:1:2")}, Aggregate4: 24, AggregateOnly: true},
-		{Peers: []string{"core"}, Attributes: Attributes{Communities: must("65000:300"), LocalPref: 250}, Aggregate4: 24},
+		{Peers: []string{"edge"}, Attributes: Attributes{Communities: mustSet(t, "65000:100,no-export,64512:1:2")}, Aggregate4: 24, AggregateOnly: true},
+		{Peers: []string{"core"}, Attributes: Attributes{Communities: mustSet(t, "65000:300"), LocalPref: 250}, Aggregate4: 24},
 	}
 	local := netlab.SpeakerAddr(netlab.IPv4, 0)
 	s := runSpeaker(t, Config{ASN: lab.Opts.SpeakerASN, RouterID: local, Policy: policy, Peers: []Peer{
@@ -51,7 +44,7 @@ func TestPolicy(t *testing.T) {
 	if err := s.SetPaths(ctx, vip2, hops[:1]); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetCommunities(ctx, vip, must("65000:200,64512:9:9")); err != nil {
+	if err := s.SetCommunities(ctx, vip, mustSet(t, "65000:200,64512:9:9")); err != nil {
 		t.Fatal(err)
 	}
 	waitBird(t, lab, vip, map[string]string{
@@ -117,4 +110,67 @@ func waitBird(t *testing.T, lab *netlab.Lab, prefix netip.Prefix, want map[strin
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestPolicyFRR sends FRR paths with communities and large communities
+// through the import route map docs/loadbalancer.md gives for FRR: a path
+// tagged 65000:300 gets local preference 300, the others keep FRR's.
+func TestPolicyFRR(t *testing.T) {
+	if err := netlab.AvailableFRR(); err != nil {
+		t.Skip(err)
+	}
+	filters, err := netlab.DocBlock("loadbalancer.md", "<!-- policy:frr -->")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab := netlab.New(t, netlab.Options{Nodes: 1, Speakers: 1, Router: netlab.RouterFRR, FRRExtra: filters, FRRImport: "FROM-CLUSTER"})
+	tagged, other := netip.MustParsePrefix("198.18.43.1/32"), netip.MustParsePrefix("198.18.43.2/32")
+	ads := staticPolicy{{Peers: []string{"edge"}, Attributes: Attributes{Communities: mustSet(t, "no-export")}}}
+	local := netlab.SpeakerAddr(netlab.IPv4, 0)
+	s := runSpeaker(t, Config{ASN: lab.Opts.SpeakerASN, RouterID: local, Policy: ads, Peers: []Peer{
+		{Name: "edge", Address: netlab.RouterAddr(netlab.IPv4), ASN: lab.Opts.RouterASN, LocalAddress: local},
+	}})
+	ctx := t.Context()
+	hops := lab.NodeAddrs(netlab.IPv4)
+	for _, p := range []netip.Prefix{tagged, other} {
+		if err := s.SetPaths(ctx, p, hops); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.SetCommunities(ctx, tagged, mustSet(t, "65000:300,64512:9:9")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		prefix             netip.Prefix
+		communities, large string
+		preferred          bool
+	}{
+		{tagged, "65000:300 no-export", "64512:9:9", true},
+		{other, "no-export", "", false},
+	} {
+		deadline := time.Now().Add(waitTimeout)
+		for {
+			routes, err := lab.FRRRoutes(tc.prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(routes) == 1 && routes[0].Communities == tc.communities && routes[0].LargeCommunities == tc.large &&
+				(routes[0].LocalPref == 300) == tc.preferred {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: FRR has %+v, want communities %q, large %q, local preference 300: %v", tc.prefix, routes, tc.communities, tc.large, tc.preferred)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+func mustSet(t *testing.T, s string) community.Set {
+	t.Helper()
+	c, err := community.ParseList(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -17,6 +17,9 @@ func (l *Lab) frrConfig() (string, error) {
 	b.WriteString("! test/netlab's router, FRR 8.4 (what bird.go's birdConfig is for BIRD)\n")
 	b.WriteString("frr defaults traditional\nhostname netlab-router\n!\n")
 	b.WriteString("! the speakers get nothing from the router\nroute-map NONE deny 10\n!\n")
+	if l.Opts.FRRExtra != "" {
+		b.WriteString(l.Opts.FRRExtra + "\n!\n")
+	}
 	fmt.Fprintf(&b, "router bgp %d\n", l.Opts.RouterASN)
 	fmt.Fprintf(&b, " bgp router-id %s\n", RouterAddr(IPv4))
 	b.WriteString(" ! accept eBGP routes without an inbound policy (FRR drops them by default)\n")
@@ -50,6 +53,9 @@ func (l *Lab) frrConfig() (string, error) {
 		b.WriteString("  maximum-paths 64\n")
 		fmt.Fprintf(&b, "  neighbor %s activate\n", frrGroup(f))
 		fmt.Fprintf(&b, "  neighbor %s route-map NONE out\n", frrGroup(f))
+		if l.Opts.FRRImport != "" {
+			fmt.Fprintf(&b, "  neighbor %s route-map %s in\n", frrGroup(f), l.Opts.FRRImport)
+		}
 		b.WriteString(" exit-address-family\n")
 	}
 	b.WriteString("exit\n")

@@ -96,6 +96,10 @@ type Options struct {
 	// BirdExtra is appended to BIRD's config (filters for a test to apply
 	// with `show route filter`).
 	BirdExtra string
+	// FRRExtra is put in FRR's config before its BGP section (community
+	// lists and route maps), and FRRImport names a route map the speakers'
+	// sessions import through ("": none).
+	FRRExtra, FRRImport string
 }
 
 func (o *Options) defaults() error {

@@ -98,3 +98,48 @@ func parseBirdPaths(out string, peerAddr func(protocol string) (netip.Addr, bool
 	}
 	return paths, nil
 }
+
+// FRRRoute is one BGP path FRR holds for a prefix, with what it carries.
+type FRRRoute struct {
+	Peer netip.Addr
+	// Communities and LargeCommunities are as FRR writes them
+	// ("65000:300 no-export", "64512:9:9").
+	Communities, LargeCommunities string
+	LocalPref                     int
+}
+
+// FRRRoutes are the paths FRR holds for exactly prefix, with their
+// communities and local preference.
+func (l *Lab) FRRRoutes(prefix netip.Prefix) ([]FRRRoute, error) {
+	afi := "ipv4"
+	if prefix.Addr().Is6() {
+		afi = "ipv6"
+	}
+	out, err := l.Vtysh(fmt.Sprintf("show bgp %s unicast %s json", afi, prefix))
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Paths []struct {
+			Peer struct {
+				PeerID string `json:"peerId"`
+			} `json:"peer"`
+			Community struct {
+				String string `json:"string"`
+			} `json:"community"`
+			LargeCommunity struct {
+				String string `json:"string"`
+			} `json:"largeCommunity"`
+			LocPrf int `json:"locPrf"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		return nil, fmt.Errorf("parse FRR paths: %w", err)
+	}
+	var routes []FRRRoute
+	for _, p := range doc.Paths {
+		peer, _ := netip.ParseAddr(p.Peer.PeerID)
+		routes = append(routes, FRRRoute{Peer: peer, Communities: p.Community.String, LargeCommunities: p.LargeCommunity.String, LocalPref: p.LocPrf})
+	}
+	return routes, nil
+}
