@@ -41,6 +41,8 @@ type Speaker struct {
 	// aggs are, by peer index, the aggregates the policy sends that peer;
 	// nil for a peer without any.
 	aggs []map[netip.Prefix]*aggregate
+	// aggRetry are the aggregates whose last sync failed.
+	aggRetry map[aggKey]bool
 	// servers, while running, has one GoBGP server per peer (by index in
 	// cfg.Peers): GoBGP's graceful-restart state is per server, and a
 	// shared one would let the first peer to finish the restart end it
@@ -69,12 +71,13 @@ func New(cfg Config) (*Speaker, error) {
 		return nil, err
 	}
 	return &Speaker{
-		cfg:   c,
-		paths: map[netip.Prefix]map[netip.Addr]uint32{},
-		extra: map[netip.Prefix]community.Set{},
-		aggs:  make([]map[netip.Prefix]*aggregate, len(c.Peers)),
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
+		cfg:      c,
+		paths:    map[netip.Prefix]map[netip.Addr]uint32{},
+		extra:    map[netip.Prefix]community.Set{},
+		aggs:     make([]map[netip.Prefix]*aggregate, len(c.Peers)),
+		aggRetry: map[aggKey]bool{},
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
 	}, nil
 }
 
@@ -232,11 +235,22 @@ func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []
 	}()
 	var added, withdrawn int
 	// The aggregates whose next hops changed are sent last, also when a
-	// host path failed: they follow cur, which follows GoBGP.
+	// host path failed: they follow cur, which follows GoBGP. Those whose
+	// last sync failed are sent again with them (the caller retries a call
+	// that failed).
 	var aggsChanged []aggKey
 	defer func() {
+		for k := range s.aggRetry {
+			aggsChanged = append(aggsChanged, k)
+		}
 		for _, k := range aggsChanged {
-			if err := s.syncAggregate(ctx, k); err != nil && retErr == nil {
+			err := s.syncAggregate(ctx, k)
+			if err == nil {
+				delete(s.aggRetry, k)
+				continue
+			}
+			s.aggRetry[k] = true
+			if retErr == nil {
 				retErr = fmt.Errorf("bgp set paths: %w", err)
 			}
 		}
