@@ -73,6 +73,18 @@ func (s *Speaker) advertisementFor(i int, prefix netip.Prefix) *Advertisement {
 	return nil
 }
 
+// SentTo are the names of the peers the policy sends prefix to, as a host
+// route or within an aggregate, whatever the state of their sessions.
+func (s *Speaker) SentTo(prefix netip.Prefix) []string {
+	var out []string
+	for i := range s.cfg.Peers {
+		if s.advertisementFor(i, prefix) != nil {
+			out = append(out, s.cfg.Peers[i].Name)
+		}
+	}
+	return out
+}
+
 // hostAttrs are the attributes of prefix's host-route paths to peer i, and
 // whether peer i gets them at all.
 func (s *Speaker) hostAttrs(i int, prefix netip.Prefix) (Attributes, bool) {

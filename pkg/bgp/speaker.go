@@ -56,6 +56,8 @@ type Speaker struct {
 
 // PeerState is the state of the session with one configured peer.
 type PeerState struct {
+	// Name is the peer's name (Peer.Name).
+	Name    string
 	Address netip.Addr
 	// State is the BGP FSM state in lower case: "idle", "connect",
 	// "active", "opensent", "openconfirm" or "established".
@@ -393,6 +395,7 @@ func (s *Speaker) PeerStates() []PeerState {
 		if !ok {
 			st = PeerState{Address: p.Address, State: "idle"}
 		}
+		st.Name = p.Name
 		out[i] = st
 	}
 	return out

@@ -20,6 +20,10 @@ import (
 
 const header = "apiVersion: metal-ccm.io/v1alpha1\nkind: CloudConfig\n"
 
+func defaultServiceStatus() ServiceStatus {
+	return ServiceStatus{MinInterval: &metav1.Duration{Duration: DefaultStatusMinInterval}, WritesPerSecond: DefaultStatusWritesPerSecond}
+}
+
 func TestDefaults(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -34,7 +38,7 @@ func TestDefaults(t *testing.T) {
 				Discovery:           Discovery{Policy: DiscoveryAccept},
 				PowerState:          PowerState{Source: "none"},
 			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto, AnnounceFrom: AnnounceFromReplicas},
-				HealthChecks: defaultHealthChecks(), L2: L2{MemberlistPort: DefaultMemberlistPort}},
+				HealthChecks: defaultHealthChecks(), L2: L2{MemberlistPort: DefaultMemberlistPort}, ServiceStatus: defaultServiceStatus()},
 		},
 		{
 			name: "machine id and instance type",
@@ -48,7 +52,7 @@ func TestDefaults(t *testing.T) {
 					{Name: "n2", ID: "rack1-2", InstanceType: "big"},
 				},
 			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto, AnnounceFrom: AnnounceFromReplicas},
-				HealthChecks: defaultHealthChecks(), L2: L2{MemberlistPort: DefaultMemberlistPort}},
+				HealthChecks: defaultHealthChecks(), L2: L2{MemberlistPort: DefaultMemberlistPort}, ServiceStatus: defaultServiceStatus()},
 		},
 		{
 			name: "explicit values are kept",
@@ -58,7 +62,7 @@ func TestDefaults(t *testing.T) {
 				Discovery:           Discovery{Policy: DiscoveryReject},
 				PowerState:          PowerState{Source: "none"},
 			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto, AnnounceFrom: AnnounceFromReplicas},
-				HealthChecks: defaultHealthChecks(), L2: L2{MemberlistPort: DefaultMemberlistPort}},
+				HealthChecks: defaultHealthChecks(), L2: L2{MemberlistPort: DefaultMemberlistPort}, ServiceStatus: defaultServiceStatus()},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -197,6 +201,14 @@ func TestValidationErrorsNameEveryField(t *testing.T) {
 				`healthChecks.timeout: Invalid value: "2m0s": must be from 100ms to 1m0s`,
 				`healthChecks.failuresToWithdraw: Invalid value: -1: must be from 1 to 10`,
 				`healthChecks.successesToReturn: Invalid value: 11: must be from 1 to 10`,
+			},
+		},
+		{
+			name: "bad service status limits",
+			in:   header + "serviceStatus:\n  minInterval: 500ms\n  writesPerSecond: 101\n",
+			want: []string{
+				`serviceStatus.minInterval: Invalid value: "500ms": must be from 1s to 10m0s`,
+				`serviceStatus.writesPerSecond: Invalid value: 101: must be from 1 to 100`,
 			},
 		},
 		{

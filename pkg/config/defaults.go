@@ -31,6 +31,12 @@ const (
 	MinHealthCheckDuration      = 100 * time.Millisecond
 	MaxHealthCheckDuration      = time.Minute
 	MaxHealthCheckResultsInARow = 10
+
+	DefaultStatusMinInterval     = 10 * time.Second
+	MinStatusMinInterval         = time.Second
+	MaxStatusMinInterval         = 10 * time.Minute
+	DefaultStatusWritesPerSecond = 10
+	MaxStatusWritesPerSecond     = 100
 )
 
 // Default fills every optional field left empty with its default.
@@ -67,6 +73,12 @@ func (c *CloudConfig) Default() {
 		}
 	}
 	c.HealthChecks.defaults()
+	if c.ServiceStatus.MinInterval == nil {
+		c.ServiceStatus.MinInterval = &metav1.Duration{Duration: DefaultStatusMinInterval}
+	}
+	if c.ServiceStatus.WritesPerSecond == 0 {
+		c.ServiceStatus.WritesPerSecond = DefaultStatusWritesPerSecond
+	}
 	if c.L2.MemberlistPort == 0 {
 		c.L2.MemberlistPort = DefaultMemberlistPort
 	}

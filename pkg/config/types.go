@@ -41,6 +41,24 @@ type CloudConfig struct {
 	// L2 configures the answering of ARP and Neighbor Solicitations for the
 	// addresses of pools announced with L2 (by the node agents).
 	L2 L2 `json:"l2"`
+	// ServiceStatus bounds how often the leader writes each LoadBalancer
+	// Service's conditions and announcement summary.
+	ServiceStatus ServiceStatus `json:"serviceStatus"`
+}
+
+// ServiceStatus bounds the writes of the leader that keep each
+// LoadBalancer Service's conditions (metal-ccm.io/AddressAllocated,
+// metal-ccm.io/Announced) and its metal-ccm.io/announcement summary
+// current: the changes of one Service within minInterval are written
+// together, and all Services together get at most writesPerSecond writes.
+// A reload applies.
+type ServiceStatus struct {
+	// MinInterval is the least time between two writes to one Service,
+	// from 1s to 10m. Default: 10s.
+	MinInterval *metav1.Duration `json:"minInterval,omitempty"`
+	// WritesPerSecond bounds the writes to all Services together, from 1
+	// to 100. Default: 10.
+	WritesPerSecond int `json:"writesPerSecond,omitempty"`
 }
 
 // HealthChecks configures how every replica checks the nodes it announces

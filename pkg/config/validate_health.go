@@ -28,3 +28,15 @@ func (h *HealthChecks) validate(p *field.Path) field.ErrorList {
 	}
 	return errs
 }
+
+func (s *ServiceStatus) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if d := s.MinInterval; d != nil && (d.Duration < MinStatusMinInterval || d.Duration > MaxStatusMinInterval) {
+		errs = append(errs, field.Invalid(p.Child("minInterval"), d.Duration.String(),
+			fmt.Sprintf("must be from %s to %s", MinStatusMinInterval, MaxStatusMinInterval)))
+	}
+	if s.WritesPerSecond < 0 || s.WritesPerSecond > MaxStatusWritesPerSecond {
+		errs = append(errs, field.Invalid(p.Child("writesPerSecond"), s.WritesPerSecond, fmt.Sprintf("must be from 1 to %d", MaxStatusWritesPerSecond)))
+	}
+	return errs
+}

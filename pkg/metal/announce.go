@@ -34,7 +34,8 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) 
 		return err
 	}
 	l2 := cfg.LoadBalancer.HasProtocol(config.ProtocolL2)
-	if len(built) == 0 && !l2 {
+	fromNodes := cfg.BGP.AnnounceFrom == config.AnnounceFromNodes && len(cfg.BGP.Peers) > 0
+	if len(built) == 0 && !l2 && !fromNodes {
 		return nil
 	}
 	// The announcers only read: their caches need no managedFields (about
@@ -56,7 +57,8 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) 
 		c.backends.Store(&bs)
 		// The replicas announce over BGP only (L2 is the node agents'): the
 		// addresses of pools without BGP are not theirs to announce.
-		ann := announcer.New(inf, announcer.Only(bs, bgpAnnounces(cfg)), c.wantsLoadBalancer, announcer.Options{
+		rec := announcer.Record(announcer.Only(bs, bgpAnnounces(cfg)))
+		ann := announcer.New(inf, rec, c.wantsLoadBalancer, announcer.Options{
 			PodRoutes:    cfg.Routes.Enabled,
 			PodNextHop:   cfg.Routes.NextHopAddressType,
 			MaxNextHops:  cfg.BGP.MaxPathsPerAddress,
@@ -64,6 +66,16 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface) 
 			Communities:  bgp.AnnouncedCommunities(&cfg.LoadBalancer),
 		})
 		c.announcer.Store(ann)
+		c.announced.Store(&announced{paths: rec, synced: ann.Synced, nodes: factory.Core().V1().Nodes().Lister()})
+		runs = append(runs, ann.Run)
+	}
+	if fromNodes {
+		// The node agents announce; this announcer, which sends nothing,
+		// only tells which nodes' agents announce what (the Services'
+		// status shows it). Each agent checks its own node's health.
+		rec := announcer.Record(nil)
+		ann := announcer.New(inf, rec, c.wantsLoadBalancer, announcer.Options{MaxNextHops: announcer.MaxNextHops})
+		c.announced.Store(&announced{paths: rec, synced: ann.Synced, nodes: factory.Core().V1().Nodes().Lister(), fromNodes: true})
 		runs = append(runs, ann.Run)
 	}
 	if l2 {

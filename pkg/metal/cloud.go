@@ -56,6 +56,10 @@ type Cloud struct {
 	agentRoutes atomic.Pointer[agentRoutes]
 	// l2: with L2 pools, the observer of the node agents' membership.
 	l2 atomic.Pointer[l2State]
+	// announced: with BGP peers, what the announcer announces.
+	announced atomic.Pointer[announced]
+	// statusKick wakes the leader's Service status writer.
+	statusKick chan struct{}
 }
 
 // state is everything derived from one config, swapped as a whole.
@@ -74,7 +78,7 @@ func New(cfg *config.CloudConfig) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cloud{rule: cfg.LoadBalancer.Rule(), lb: &lbState{alloc: ipam.New(st.pools)}}
+	c := &Cloud{rule: cfg.LoadBalancer.Rule(), lb: &lbState{alloc: ipam.New(st.pools)}, statusKick: make(chan struct{}, 1)}
 	c.state.Store(st)
 	registerMetrics(c)
 	return c, nil
@@ -134,6 +138,9 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	}()
 	if st := c.l2.Load(); st != nil {
 		go c.runL2StatusWriter(ctx, st.observer, st.services, servicePatcher{client})
+	}
+	if c.lb.services != nil {
+		go c.runStatusWriter(ctx, client)
 	}
 }
 

@@ -52,11 +52,14 @@ type l2Observer struct {
 	owners     map[netip.Addr]string // address -> node name; set while the view has a majority
 	known      bool                  // owners was computed from a majority view at least once
 	changed    chan struct{}         // to the writer, coalescing
+	// statusChanged: the same, to the Service status writer.
+	statusChanged chan struct{}
 }
 
 // newL2Observer is the observer of the agents' membership; run joins it.
 func newL2Observer(cfg *config.CloudConfig, nodes corelisters.NodeLister) *l2Observer {
-	return &l2Observer{cfg: &cfg.L2, nodes: nodes, selects: cfg.L2.Selects, candidates: elect.NewCandidates(), changed: make(chan struct{}, 1)}
+	return &l2Observer{cfg: &cfg.L2, nodes: nodes, selects: cfg.L2.Selects, candidates: elect.NewCandidates(),
+		changed: make(chan struct{}, 1), statusChanged: make(chan struct{}, 1)}
 }
 
 // start joins the membership of the agents, which they keep at the nodes'
@@ -180,9 +183,11 @@ func (o *l2Observer) sync() {
 		return
 	}
 	o.owners, o.known = owners, true
-	select {
-	case o.changed <- struct{}{}:
-	default:
+	for _, ch := range []chan struct{}{o.changed, o.statusChanged} {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
 	}
 }
 

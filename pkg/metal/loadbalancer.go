@@ -36,7 +36,7 @@ type lbState struct {
 
 	mu      sync.Mutex
 	pending []ipam.Request  // waiting for a free address, oldest first
-	failed  map[string]bool // refused Services, retried at once after a config reload
+	failed  map[string]refusal // refused Services, retried at once after a config reload
 }
 
 // LoadBalancer is offered when the config has pools. Without pools Services
@@ -79,6 +79,7 @@ func (c *Cloud) observeService(obj any) {
 		return
 	}
 	ctx := context.Background()
+	c.kickStatus()
 	if !c.wantsLoadBalancer(svc) {
 		c.release(ctx, lbcontroller.Key(svc))
 		return
@@ -134,7 +135,7 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Servic
 		var ips []netip.Addr
 		if ips, err = c.lb.alloc.Assign(req); err == nil {
 			c.setPending(req, false)
-			c.setFailed(key, false)
+			c.setFailed(key, nil)
 			allocations.WithLabelValues("ok").Inc()
 			for _, ip := range c.lb.alloc.OutsidePools(ips) {
 				c.eventf(svc, v1.EventTypeWarning, ReasonAddressOutsidePools,
@@ -147,7 +148,7 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Servic
 	}
 	reason := reasonFor(err)
 	allocations.WithLabelValues(reason).Inc()
-	c.setFailed(key, true)
+	c.setFailed(key, &refusal{reason, err.Error()})
 	c.setPending(req, reason == ReasonPoolExhausted)
 	c.eventf(svc, v1.EventTypeWarning, reason, "%v", err)
 	return nil, fmt.Errorf("ensure load balancer %s: %w", key, err)
@@ -169,7 +170,7 @@ func (c *Cloud) LoadBalancersFollowNodes() bool { return true }
 // EnsureLoadBalancerDeleted frees the Service's addresses.
 func (c *Cloud) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
 	key := lbcontroller.Key(svc)
-	c.setFailed(key, false)
+	c.setFailed(key, nil)
 	c.release(ctx, key)
 	return nil
 }

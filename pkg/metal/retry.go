@@ -53,19 +53,33 @@ func (c *Cloud) setPending(req ipam.Request, pending bool) {
 	}
 }
 
-// setFailed marks a Service as refused, or no longer.
-func (c *Cloud) setFailed(key string, failed bool) {
+// refusal is why a Service's last sync was refused: its Event reason and
+// message (the Service's AddressAllocated condition shows them).
+type refusal struct{ reason, message string }
+
+// setFailed marks a Service as refused (r), or no longer (nil).
+func (c *Cloud) setFailed(key string, r *refusal) {
+	defer c.kickStatus()
 	lb := c.lb
 	lb.mu.Lock()
 	defer lb.mu.Unlock()
-	if !failed {
+	if r == nil {
 		delete(lb.failed, key)
 		return
 	}
 	if lb.failed == nil {
-		lb.failed = map[string]bool{}
+		lb.failed = map[string]refusal{}
 	}
-	lb.failed[key] = true
+	lb.failed[key] = *r
+}
+
+// refusalOf is why the Service's last sync was refused, if it was.
+func (c *Cloud) refusalOf(key string) (refusal, bool) {
+	lb := c.lb
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	r, ok := lb.failed[key]
+	return r, ok
 }
 
 // wake forgets the waiting Service gone (released) and returns the keys of

@@ -189,6 +189,6 @@ func TestRequeue(t *testing.T) {
 func TestRequeueWithoutController(t *testing.T) {
 	c, _ := newRetryCloud(t, lbService("a", time.Hour))
 	c.SetRequeue(nil)
-	c.setFailed("ns/a", true)
+	c.setFailed("ns/a", &refusal{ReasonPoolExhausted, "no free address"})
 	c.retryFailed(context.Background())
 }

@@ -1,0 +1,188 @@
+package svcstatus
+
+import (
+	"context"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Source is what the writer shows: the Services, and what is known of
+// each.
+type Source interface {
+	// Services are the Services to keep current (the informer's objects:
+	// not to be modified).
+	Services() ([]*v1.Service, error)
+	// State is what is known of svc now.
+	State(svc *v1.Service) State
+	// Changed receives a value when some State may have changed.
+	Changed() <-chan struct{}
+}
+
+// Patcher writes a Service's conditions and summary annotation in one
+// request, if the Service is still at svc's resourceVersion, and returns
+// the Service it wrote.
+type Patcher interface {
+	PatchStatus(ctx context.Context, svc *v1.Service, conds []metav1.Condition, summary string) (*v1.Service, error)
+}
+
+// Limits bound the writes.
+type Limits struct {
+	// MinInterval is the least time between two writes to one Service:
+	// the changes in between are written together, once it has passed.
+	MinInterval time.Duration
+	// WritesPerSecond bounds the writes to all Services together (a token
+	// bucket of as many writes).
+	WritesPerSecond int
+}
+
+// resync bounds how long a change the source did not signal (or a failed
+// write) waits.
+const resync = 30 * time.Second
+
+// Writer keeps the conditions and the summary of every Service the source
+// gives equal to its State, at most one write per Service per MinInterval
+// and WritesPerSecond writes in all. Only the leader runs it.
+type Writer struct {
+	src    Source
+	patch  Patcher
+	limits func() Limits
+	event  func(svc *v1.Service, reason, message string)
+	clock  clock.Clock
+
+	limiter  flowcontrol.RateLimiter
+	rate     int
+	last     map[string]time.Time // Service key -> time of our last write
+	written  map[string]string    // Service key -> resourceVersion our last write returned
+	writes   int                  // successful writes, for tests
+	deadline time.Time            // the earliest time a held-off change is due
+}
+
+// NewWriter builds a writer; limits is read before every round (a config
+// reload applies), event records an Event on a Service.
+func NewWriter(src Source, patch Patcher, limits func() Limits, event func(svc *v1.Service, reason, message string), clk clock.Clock) *Writer {
+	return &Writer{src: src, patch: patch, limits: limits, event: event, clock: clk, last: map[string]time.Time{}, written: map[string]string{}}
+}
+
+// roundGap is the least time between two rounds: changes in between are
+// seen together (a round reads every Service).
+const roundGap = time.Second
+
+// Run writes what changed until ctx ends.
+func (w *Writer) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithName("service-status")
+	ctx = klog.NewContext(ctx, logger)
+	for {
+		w.Round(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.clock.After(roundGap):
+		}
+		wait := resync
+		if !w.deadline.IsZero() {
+			wait = min(wait, max(w.deadline.Sub(w.clock.Now()), 0))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.src.Changed():
+		case <-w.clock.After(wait):
+		}
+	}
+}
+
+// Round writes every Service whose conditions or summary differ from its
+// State and that was not written within MinInterval; it notes when the
+// next held-off one is due.
+func (w *Writer) Round(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	lim := w.limits()
+	if w.limiter == nil || w.rate != lim.WritesPerSecond {
+		w.limiter = flowcontrol.NewTokenBucketRateLimiterWithClock(float32(lim.WritesPerSecond), lim.WritesPerSecond, w.clock)
+		w.rate = lim.WritesPerSecond
+	}
+	list, err := w.src.Services()
+	if err != nil {
+		return
+	}
+	w.deadline = time.Time{}
+	seen := make(map[string]bool, len(list))
+	for _, svc := range list {
+		if ctx.Err() != nil {
+			return
+		}
+		key := cache.MetaObjectToName(svc).String()
+		seen[key] = true
+		if w.stale(key, svc) {
+			continue // the cache has not seen our last write yet
+		}
+		st := w.src.State(svc)
+		now := w.clock.Now()
+		conds, changed := Merge(svc.Status.Conditions, st.Conditions(), metav1.NewTime(now))
+		summary := svc.Annotations[AnnotationSummary]
+		newSummary := summary
+		if st.Known {
+			newSummary = st.Summary()
+		}
+		if !changed && newSummary == summary {
+			continue
+		}
+		if due := w.last[key].Add(lim.MinInterval); now.Before(due) {
+			if w.deadline.IsZero() || due.Before(w.deadline) {
+				w.deadline = due
+			}
+			continue
+		}
+		if err := w.limiter.Wait(ctx); err != nil {
+			return
+		}
+		for i := range conds {
+			conds[i].ObservedGeneration = svc.Generation
+		}
+		got, err := w.patch.PatchStatus(ctx, svc, conds, newSummary)
+		w.last[key] = w.clock.Now()
+		if err != nil {
+			logger.V(2).Info("Cannot write the Service's announcement status; retrying", "service", klog.KObj(svc), "err", err)
+			w.deadline = w.clock.Now()
+			continue
+		}
+		w.writes++
+		w.written[key] = got.ResourceVersion
+		if newSummary != summary {
+			w.event(svc, ReasonAnnouncementChanged, orNone(newSummary)+" (was: "+orNone(summary)+")")
+		}
+	}
+	for key := range w.last {
+		if !seen[key] {
+			delete(w.last, key)
+			delete(w.written, key)
+		}
+	}
+}
+
+// Writes is the number of successful writes so far.
+func (w *Writer) Writes() int { return w.writes }
+
+// stale reports whether svc is older than our last write to it.
+func (w *Writer) stale(key string, svc *v1.Service) bool {
+	rv, ok := w.written[key]
+	if !ok {
+		return false
+	}
+	cmp, err := resourceversion.CompareResourceVersion(svc.ResourceVersion, rv)
+	return err == nil && cmp < 0
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
