@@ -78,7 +78,7 @@ func New(cfg *config.CloudConfig) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cloud{rule: cfg.LoadBalancer.Rule(), lb: &lbState{alloc: ipam.New(st.pools)}, statusKick: make(chan struct{}, 1)}
+	c := &Cloud{rule: cfg.LoadBalancer.Rule(), lb: &lbState{alloc: ipam.New(st.pools), informed: make(chan struct{})}, statusKick: make(chan struct{}, 1)}
 	c.state.Store(st)
 	registerMetrics(c)
 	return c, nil
@@ -139,7 +139,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	if st := c.l2.Load(); st != nil {
 		go c.runL2StatusWriter(ctx, st.observer, st.services, servicePatcher{client})
 	}
-	if c.lb.services != nil {
+	if len(c.state.Load().cfg.LoadBalancer.Pools) > 0 {
 		go c.runStatusWriter(ctx, client)
 	}
 }

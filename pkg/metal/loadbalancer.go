@@ -33,6 +33,7 @@ type lbState struct {
 	synced   cache.InformerSynced
 	services corelisters.ServiceLister
 	requeue  atomic.Pointer[func(key string)] // the service controller's, see SetRequeue
+	informed chan struct{}                    // closed once SetInformers has set services and synced
 
 	mu      sync.Mutex
 	pending []ipam.Request  // waiting for a free address, oldest first
@@ -71,6 +72,7 @@ func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 		return
 	}
 	lb.synced = reg.HasSynced
+	close(lb.informed)
 }
 
 func (c *Cloud) observeService(obj any) {

@@ -19,6 +19,19 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
 
+	statusWrites = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      namespace,
+		Name:           "service_status_writes_total",
+		Help:           "Writes of the Services' conditions and announcement summary by result: ok or error.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+	servicesAnnounced = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace:      namespace,
+		Name:           "services_by_announced_reason",
+		Help:           "LoadBalancer Services by the reason of their metal-ccm.io/Announced condition (Announced, NoEligibleNode, NoSessionUp, NotSentToAnyPeer, NoAddress, Unknown). Reported by the leader.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
+
 	descPoolSize = metrics.NewDesc(namespace+"_pool_addresses",
 		"Addresses in a pool, by family (capped at 2^64-1). Reported by the leader.",
 		[]string{"pool", "family"}, nil, metrics.ALPHA, "")
@@ -67,7 +80,7 @@ func (c *collector) CollectWithStability(ch chan<- metrics.Metric) {
 // registerMetrics registers the provider's metrics once per process.
 func registerMetrics(c *Cloud) {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(allocations, configReloads, configLastReloadOK, healthTransitions, healthCheckDuration)
+		legacyregistry.MustRegister(allocations, configReloads, configLastReloadOK, healthTransitions, healthCheckDuration, statusWrites, servicesAnnounced)
 		legacyregistry.CustomMustRegister(&collector{cloud: c})
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/metal-ccm/metal-ccm/pkg/announcer"
@@ -246,10 +247,36 @@ func (c *Cloud) statusLimits() svcstatus.Limits {
 // runStatusWriter keeps every served Service's conditions and summary
 // current until ctx ends. Only the leader runs it.
 func (c *Cloud) runStatusWriter(ctx context.Context, client kubernetes.Interface) {
+	// The service controller's informer (SetInformers, called after
+	// Initialize) feeds it.
+	select {
+	case <-ctx.Done():
+		return
+	case <-c.lb.informed:
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), c.lb.synced) {
+		return
+	}
 	src := c.newStatusSource()
 	go src.run(ctx)
-	w := svcstatus.NewWriter(src, statusPatcher{client}, c.statusLimits, func(svc *v1.Service, reason, message string) {
-		c.eventf(svc, v1.EventTypeNormal, reason, "%s", message)
+	w := svcstatus.NewWriter(src, statusPatcher{client}, c.statusLimits, svcstatus.Hooks{
+		Event: func(svc *v1.Service, reason, message string) { c.eventf(svc, v1.EventTypeNormal, reason, "%s", message) },
+		Wrote: func(err error) {
+			result := "ok"
+			if err != nil {
+				result = "error"
+			}
+			statusWrites.WithLabelValues(result).Inc()
+		},
+		Counted: func(byReason map[string]int) {
+			servicesAnnounced.Reset()
+			for reason, n := range byReason {
+				if reason == "" {
+					reason = "Unknown"
+				}
+				servicesAnnounced.WithLabelValues(reason).Set(float64(n))
+			}
+		},
 	}, clock.RealClock{})
 	w.Run(ctx)
 }

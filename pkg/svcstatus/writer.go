@@ -53,7 +53,7 @@ type Writer struct {
 	src    Source
 	patch  Patcher
 	limits func() Limits
-	event  func(svc *v1.Service, reason, message string)
+	hooks  Hooks
 	clock  clock.Clock
 
 	limiter  flowcontrol.RateLimiter
@@ -64,10 +64,21 @@ type Writer struct {
 	deadline time.Time            // the earliest time a held-off change is due
 }
 
+// Hooks are what the writer tells its user.
+type Hooks struct {
+	// Event records an Event on a Service.
+	Event func(svc *v1.Service, reason, message string)
+	// Wrote is called after each write (err: it failed).
+	Wrote func(err error)
+	// Counted is called after each full round with the number of Services
+	// by the reason of their Announced condition ("" while unknown).
+	Counted func(byReason map[string]int)
+}
+
 // NewWriter builds a writer; limits is read before every round (a config
-// reload applies), event records an Event on a Service.
-func NewWriter(src Source, patch Patcher, limits func() Limits, event func(svc *v1.Service, reason, message string), clk clock.Clock) *Writer {
-	return &Writer{src: src, patch: patch, limits: limits, event: event, clock: clk, last: map[string]time.Time{}, written: map[string]string{}}
+// reload applies).
+func NewWriter(src Source, patch Patcher, limits func() Limits, hooks Hooks, clk clock.Clock) *Writer {
+	return &Writer{src: src, patch: patch, limits: limits, hooks: hooks, clock: clk, last: map[string]time.Time{}, written: map[string]string{}}
 }
 
 // roundGap is the least time between two rounds: changes in between are
@@ -114,6 +125,7 @@ func (w *Writer) Round(ctx context.Context) {
 	}
 	w.deadline = time.Time{}
 	seen := make(map[string]bool, len(list))
+	byReason := map[string]int{}
 	for _, svc := range list {
 		if ctx.Err() != nil {
 			return
@@ -121,11 +133,18 @@ func (w *Writer) Round(ctx context.Context) {
 		key := cache.MetaObjectToName(svc).String()
 		seen[key] = true
 		if w.stale(key, svc) {
+			byReason[""]++
 			continue // the cache has not seen our last write yet
 		}
 		st := w.src.State(svc)
 		now := w.clock.Now()
-		conds, changed := Merge(svc.Status.Conditions, st.Conditions(), metav1.NewTime(now))
+		want := st.Conditions()
+		if len(want) > 1 {
+			byReason[want[1].Reason]++
+		} else {
+			byReason[""]++
+		}
+		conds, changed := Merge(svc.Status.Conditions, want, metav1.NewTime(now))
 		summary := svc.Annotations[AnnotationSummary]
 		newSummary := summary
 		if st.Known {
@@ -148,6 +167,9 @@ func (w *Writer) Round(ctx context.Context) {
 		}
 		got, err := w.patch.PatchStatus(ctx, svc, conds, newSummary)
 		w.last[key] = w.clock.Now()
+		if w.hooks.Wrote != nil {
+			w.hooks.Wrote(err)
+		}
 		if err != nil {
 			logger.V(2).Info("Cannot write the Service's announcement status; retrying", "service", klog.KObj(svc), "err", err)
 			w.deadline = w.clock.Now()
@@ -156,8 +178,13 @@ func (w *Writer) Round(ctx context.Context) {
 		w.writes++
 		w.written[key] = got.ResourceVersion
 		if newSummary != summary {
-			w.event(svc, ReasonAnnouncementChanged, orNone(newSummary)+" (was: "+orNone(summary)+")")
+			if w.hooks.Event != nil {
+				w.hooks.Event(svc, ReasonAnnouncementChanged, orNone(newSummary)+" (was: "+orNone(summary)+")")
+			}
 		}
+	}
+	if w.hooks.Counted != nil {
+		w.hooks.Counted(byReason)
 	}
 	for key := range w.last {
 		if !seen[key] {

@@ -57,7 +57,7 @@ func TestWriterCoalesces(t *testing.T) {
 	var events []string
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	w := NewWriter(src, patch, func() Limits { return Limits{MinInterval: 10 * time.Second, WritesPerSecond: 10} },
-		func(svc *v1.Service, reason, msg string) { events = append(events, svc.Name+" "+reason+" "+msg) }, clk)
+		Hooks{Event: func(svc *v1.Service, reason, msg string) { events = append(events, svc.Name+" "+reason+" "+msg) }}, clk)
 	ctx := context.Background()
 
 	// First round: both written, with an Event each.
