@@ -36,7 +36,7 @@ type lbState struct {
 	informed chan struct{}                    // closed once SetInformers has set services and synced
 
 	mu      sync.Mutex
-	pending []ipam.Request  // waiting for a free address, oldest first
+	pending []ipam.Request     // waiting for a free address, oldest first
 	failed  map[string]refusal // refused Services, retried at once after a config reload
 }
 

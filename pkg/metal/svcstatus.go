@@ -260,7 +260,9 @@ func (c *Cloud) runStatusWriter(ctx context.Context, client kubernetes.Interface
 	src := c.newStatusSource()
 	go src.run(ctx)
 	w := svcstatus.NewWriter(src, statusPatcher{client}, c.statusLimits, svcstatus.Hooks{
-		Event: func(svc *v1.Service, reason, message string) { c.eventf(svc, v1.EventTypeNormal, reason, "%s", message) },
+		Event: func(svc *v1.Service, reason, message string) {
+			c.eventf(svc, v1.EventTypeNormal, reason, "%s", message)
+		},
 		Wrote: func(err error) {
 			result := "ok"
 			if err != nil {
