@@ -20,5 +20,8 @@ func replicas() row {
 		series("Service syncs", "Syncs of a Service by the leader's service controller per second: Service changes, retries and cleanups.",
 			look{unit: "cps", min: ptr(0.0), span: 6},
 			query{"sum(rate(" + ccm("metal_ccm_service_syncs_total") + rateInterval + "))", "syncs"}),
+		series("Service status writes", "Writes of the Services' conditions and announcement summary per second by the leader, by result; at most serviceStatus.writesPerSecond.",
+			look{unit: "cps", min: ptr(0.0), span: 6},
+			query{"sum by (result) (rate(" + ccm("metal_ccm_service_status_writes_total") + rateInterval + "))", "{{result}}"}),
 	}}
 }

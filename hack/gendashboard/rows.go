@@ -36,6 +36,9 @@ func overview() row {
 		single("Refused allocations (1h)", "LoadBalancer allocations refused in the last hour, every reason. Red from one: a Service waits for an address (its Events say why).",
 			look{unit: "short", thresholds: redAbove(1)},
 			query{zeroIfNone("sum(increase(" + ccm("metal_ccm_allocations_total", `result!="ok"`) + lastHour + "))"), ""}),
+		single("Services not announced", "LoadBalancer Services whose metal-ccm.io/Announced condition is False for a reason other than NoAddress (leader). Red from one: an address reaches no router (its condition says why).",
+			look{unit: "short", thresholds: redAbove(1)},
+			query{zeroIfNone("sum(" + ccm("metal_ccm_services_by_announced_reason", `reason=~"NoEligibleNode|NoSessionUp|NotSentToAnyPeer"`) + ")"), ""}),
 		countZero("Replica sessions down", "BGP sessions of the replicas that are not established. Red from one (MetalCCMBGPSessionDown).",
 			ccm("metal_ccm_bgp_session_up")),
 		countZero("Agent sessions down", "BGP sessions of the node agents that are not established. Red from one.",
@@ -64,5 +67,8 @@ func pools() row {
 		series("Allocations by result", "Address allocations per second: ok, or the reason of a refusal (the Event reason on the Service).",
 			look{unit: "cps", min: ptr(0.0)},
 			query{"sum by (result) (rate(" + ccm("metal_ccm_allocations_total") + rateInterval + "))", "{{result}}"}),
+		series("Services by Announced reason", "LoadBalancer Services by the reason of their metal-ccm.io/Announced condition (leader): Announced, or why not (NoEligibleNode, NoSessionUp, NotSentToAnyPeer, NoAddress).",
+			look{unit: "short", min: ptr(0.0)},
+			query{"sum by (reason) (" + ccm("metal_ccm_services_by_announced_reason") + ")", "{{reason}}"}),
 	}}
 }
