@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/metal-ccm/metal-ccm/pkg/metal"
+	"github.com/metal-ccm/metal-ccm/pkg/svcstatus"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
@@ -61,6 +62,13 @@ func TestL2OnRealNodes(t *testing.T) {
 			t.Logf("%s answered by %s, %s after the pods were ready", vip, lab.RealNodes[owners[k]].Name, took.Round(time.Millisecond))
 		}
 		waitL2Annotation(t, ns, "echo", map[netip.Addr]string{vips[0]: lab.RealNodes[owners[0]].Name, vips[1]: lab.RealNodes[owners[1]].Name})
+		// The Service's status tells the same: announced, and by whom.
+		svc := framework.WaitServiceCondition(t, client, ns, "echo", svcstatus.TypeAnnounced, metav1.ConditionTrue, svcstatus.ReasonAnnounced, 30*time.Second)
+		for k, vip := range vips {
+			if want := vip.String() + " L2 answered by " + lab.RealNodes[owners[k]].Name; !strings.Contains(svc.Annotations[svcstatus.AnnotationSummary], want) {
+				t.Errorf("%s is %q, want it to contain %q", svcstatus.AnnotationSummary, svc.Annotations[svcstatus.AnnotationSummary], want)
+			}
+		}
 	})
 	if t.Failed() {
 		return
