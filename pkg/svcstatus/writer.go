@@ -5,6 +5,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/tools/cache"
@@ -171,7 +172,13 @@ func (w *Writer) Round(ctx context.Context) {
 			w.hooks.Wrote(err)
 		}
 		if err != nil {
-			logger.V(2).Info("Cannot write the Service's announcement status; retrying", "service", klog.KObj(svc), "err", err)
+			// A conflict is a Service changed since it was read: the next
+			// round reads it again.
+			if apierrors.IsConflict(err) {
+				logger.V(2).Info("Service changed while its status was written; retrying", "service", klog.KObj(svc))
+			} else {
+				logger.Error(err, "Cannot write the Service's conditions and announcement summary; retrying", "service", klog.KObj(svc))
+			}
 			w.deadline = w.clock.Now()
 			continue
 		}
