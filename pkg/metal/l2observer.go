@@ -240,7 +240,9 @@ func observerName() string {
 	return fmt.Sprintf("metal-ccm-%s-%d", host, os.Getpid())
 }
 
-// servicePatcher patches Services' metadata with a client.
+// servicePatcher patches Services' metadata with a client, through the
+// status subresource (which takes metadata too): the replicas may patch
+// services/status only, never the Services themselves.
 type servicePatcher struct{ client kubernetes.Interface }
 
 func (p servicePatcher) PatchAnnotation(ctx context.Context, svc *v1.Service, key, value string) error {
@@ -248,6 +250,6 @@ func (p servicePatcher) PatchAnnotation(ctx context.Context, svc *v1.Service, ke
 	if err != nil {
 		return err
 	}
-	_, err = p.client.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, body, metav1.PatchOptions{})
+	_, err = p.client.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, body, metav1.PatchOptions{}, "status")
 	return err
 }
