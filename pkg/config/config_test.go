@@ -37,7 +37,7 @@ func TestDefaults(t *testing.T) {
 				DefaultInstanceType: "metal",
 				Discovery:           Discovery{Policy: DiscoveryAccept},
 				PowerState:          PowerState{Source: "none"},
-			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto, AnnounceFrom: AnnounceFromReplicas},
+			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: DefaultMaxPathsPerAddress, OnStop: StopAuto, AnnounceFrom: AnnounceFromReplicas},
 				HealthChecks: defaultHealthChecks(), L2: L2{MemberlistPort: DefaultMemberlistPort}, ServiceStatus: defaultServiceStatus()},
 		},
 		{
@@ -51,7 +51,7 @@ func TestDefaults(t *testing.T) {
 					{Name: "n1", ID: "n1", InstanceType: "small"},
 					{Name: "n2", ID: "rack1-2", InstanceType: "big"},
 				},
-			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto, AnnounceFrom: AnnounceFromReplicas},
+			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: DefaultMaxPathsPerAddress, OnStop: StopAuto, AnnounceFrom: AnnounceFromReplicas},
 				HealthChecks: defaultHealthChecks(), L2: L2{MemberlistPort: DefaultMemberlistPort}, ServiceStatus: defaultServiceStatus()},
 		},
 		{
@@ -61,7 +61,7 @@ func TestDefaults(t *testing.T) {
 				DefaultInstanceType: "metal",
 				Discovery:           Discovery{Policy: DiscoveryReject},
 				PowerState:          PowerState{Source: "none"},
-			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: 64, OnStop: StopAuto, AnnounceFrom: AnnounceFromReplicas},
+			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: DefaultMaxPathsPerAddress, OnStop: StopAuto, AnnounceFrom: AnnounceFromReplicas},
 				HealthChecks: defaultHealthChecks(), L2: L2{MemberlistPort: DefaultMemberlistPort}, ServiceStatus: defaultServiceStatus()},
 		},
 	} {

@@ -18,7 +18,7 @@ const (
 	DefaultBGPPort            = limits.DefaultPort
 	DefaultHoldTime           = limits.DefaultHoldTime
 	DefaultRestartTime        = limits.DefaultRestartTime
-	DefaultMaxPathsPerAddress = 64
+	DefaultMaxPathsPerAddress = 16
 	DefaultStopMode           = StopAuto
 	DefaultAnnounceFrom       = AnnounceFromReplicas
 	DefaultMemberlistPort     = 7946

@@ -246,7 +246,7 @@ type BGP struct {
 	// address is announced with, from 1 to 255; with more eligible nodes a
 	// stable subset is chosen per address by rendezvous hashing, so that the
 	// addresses spread over all nodes. Routers install at most their own ECMP
-	// limit of paths anyway. Default: 64.
+	// limit of paths anyway (BIRD merges 16 by default). Default: 16.
 	MaxPathsPerAddress int `json:"maxPathsPerAddress,omitempty"`
 	// OnStop is what a replica's speaker does with its sessions when the
 	// replica stops cleanly (SIGTERM): Withdraw closes them with a Cease, so

@@ -214,14 +214,14 @@ func testStatusWritesBound(t *testing.T, lab *netlab.Lab, ccm *framework.CCM, ns
 	}); err != nil {
 		t.Fatal(err)
 	}
-	// Every Service ends up showing its 64 next hops (bgp.maxPathsPerAddress).
+	// Every Service ends up showing its 16 next hops (bgp.maxPathsPerAddress).
 	for i := range services {
 		name := fmt.Sprintf("storm-%d", i)
 		if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*minInterval, true, func(ctx context.Context) (bool, error) {
 			svc, err := client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-			return err == nil && strings.Contains(svc.Annotations[svcstatus.AnnotationSummary], "via 64 nodes"), nil
+			return err == nil && strings.Contains(svc.Annotations[svcstatus.AnnotationSummary], "via 16 nodes"), nil
 		}); err != nil {
-			t.Fatalf("Service %s does not show its 64 next hops", name)
+			t.Fatalf("Service %s does not show its 16 next hops", name)
 		}
 	}
 	// Settled: no write for a whole minInterval.
