@@ -47,14 +47,14 @@ bgp:
 
 func TestDropManagedFields(t *testing.T) {
 	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
-	out, err := dropManagedFields(svc)
+	out, err := DropManagedFields(svc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := out.(*v1.Service); got.ManagedFields != nil || got.Name != "s" {
 		t.Errorf("after the transform: %+v", got.ObjectMeta)
 	}
-	if _, err := dropManagedFields("not an object"); err != nil {
+	if _, err := DropManagedFields("not an object"); err != nil {
 		t.Errorf("a non-object: %v", err)
 	}
 }
