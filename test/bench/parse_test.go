@@ -134,4 +134,21 @@ func TestMarkdownAndCompare(t *testing.T) {
 	if cmp := Compare(r, b); !strings.Contains(cmp, "|  | per node, p99 | 6.00 s | 3.00 s | 0.50 |") {
 		t.Errorf("Compare:\n%s", cmp)
 	}
+	// A run that failed or timed out shows its reason, not blank cells.
+	failed := &Results{Profile: "default", CCM: "other", Scenarios: []*Scenario{
+		{ID: ScenarioJoin, Title: "1. Node-join storm", Error: "bench: timed out after 10m0s waiting for 1000 nodes\ninitialized"},
+		{ID: ScenarioSteady, Title: "5. Steady state", Figures: []*Figure{{Key: "rss_mib", Name: "CCM RSS", Value: 100, Unit: "MiB"}}},
+	}}
+	cmp := Compare(r, failed)
+	for _, want := range []string{
+		"| 1. Node-join storm | (outcome) | ran | failed: bench: timed out after 10m0s waiting for 1000 nodes initialized |  |",
+		"|  | time until all initialized | 12.0 s | — (failed: bench: timed out after 10m0s waiting for 1000 nodes initialized) |  |",
+		"| 2. LoadBalancer storm | (outcome) | skipped: not asked for | not run |  |",
+		"| 5. Steady state | (outcome) | not run | ran |  |",
+		"|  | CCM RSS | — (not run) | 100.0 MiB |  |",
+	} {
+		if !strings.Contains(cmp, want) {
+			t.Errorf("Compare lacks %q:\n%s", want, cmp)
+		}
+	}
 }
