@@ -35,6 +35,13 @@ type requeueTaker interface {
 	SetRequeue(requeue func(key string))
 }
 
+// busyTaker is implemented by providers with writes of their own that
+// should wait while the service controller has Services to sync (the metal
+// provider's Service conditions): addresses first.
+type busyTaker interface {
+	SetBusy(busy func() bool)
+}
+
 // serviceRuler is implemented by providers that serve another rule than
 // upstream's (Services without a loadBalancerClass): the metal provider's
 // loadBalancer.class. The service controller takes the provider's rule, so
@@ -46,6 +53,7 @@ type serviceRuler interface {
 var (
 	_ requeueTaker = (*metal.Cloud)(nil) // the wiring below must not silently stop
 	_ serviceRuler = (*metal.Cloud)(nil)
+	_ busyTaker    = (*metal.Cloud)(nil)
 )
 
 // controllerInitializers are upstream's controllers, with the service
@@ -113,6 +121,9 @@ func startServiceController(initCtx app.ControllerInitContext, cfg *cloudconfig.
 		// reaches the provider before it can requeue.
 		if r, ok := balancer.(requeueTaker); ok {
 			r.SetRequeue(c.Requeue)
+		}
+		if b, ok := balancer.(busyTaker); ok {
+			b.SetBusy(c.Busy)
 		}
 		cmCtx.ControllerManagerMetrics.ControllerStarted("service")
 		go func() {

@@ -35,7 +35,7 @@ const (
 	DefaultStatusMinInterval     = 10 * time.Second
 	MinStatusMinInterval         = time.Second
 	MaxStatusMinInterval         = 10 * time.Minute
-	DefaultStatusWritesPerSecond = 10
+	DefaultStatusWritesPerSecond = 20
 	MaxStatusWritesPerSecond     = 100
 )
 

@@ -57,7 +57,7 @@ type ServiceStatus struct {
 	// from 1s to 10m. Default: 10s.
 	MinInterval *metav1.Duration `json:"minInterval,omitempty"`
 	// WritesPerSecond bounds the writes to all Services together, from 1
-	// to 100. Default: 10.
+	// to 100. Default: 20.
 	WritesPerSecond int `json:"writesPerSecond,omitempty"`
 }
 

@@ -137,6 +137,10 @@ func (c *Controller) enqueue(svc *v1.Service) { c.queue.Add(Key(svc)) }
 // ends, Requeue does nothing.
 func (c *Controller) Requeue(key string) { c.queue.Add(key) }
 
+// Busy reports whether Services wait for a sync (not counting those
+// waiting for their retry's back-off).
+func (c *Controller) Busy() bool { return c.queue.Len() > 0 }
+
 // Run syncs Services with the given number of workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrashWithContext(ctx)

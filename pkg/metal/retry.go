@@ -25,6 +25,21 @@ func (c *Cloud) SetRequeue(requeue func(key string)) {
 	c.lb.requeue.Store(&requeue)
 }
 
+// SetBusy takes what tells whether the service controller has Services to
+// sync: the Service status writer waits while it has (addresses first).
+func (c *Cloud) SetBusy(busy func() bool) {
+	if busy != nil {
+		c.lb.busy.Store(&busy)
+	}
+}
+
+// serviceControllerBusy reports whether the service controller has
+// Services to sync.
+func (c *Cloud) serviceControllerBusy() bool {
+	b := c.lb.busy.Load()
+	return b != nil && (*b)()
+}
+
 // requeue asks the service controller to sync a Service again now; why is
 // for the log.
 func (c *Cloud) requeue(ctx context.Context, key, why string) {

@@ -71,6 +71,9 @@ type Hooks struct {
 	Event func(svc *v1.Service, reason, message string)
 	// Wrote is called after each write (err: it failed).
 	Wrote func(err error)
+	// Busy, when it reports true, holds the writes back (checked every
+	// busyWait): other writes come first (the service controller's).
+	Busy func() bool
 	// Counted is called after each full round with the number of Services
 	// by the reason of their Announced condition ("" while unknown).
 	Counted func(byReason map[string]int)
@@ -160,6 +163,9 @@ func (w *Writer) Round(ctx context.Context) {
 			}
 			continue
 		}
+		if !w.waitIdle(ctx) {
+			return
+		}
 		if err := w.limiter.Wait(ctx); err != nil {
 			return
 		}
@@ -199,6 +205,21 @@ func (w *Writer) Round(ctx context.Context) {
 			delete(w.written, key)
 		}
 	}
+}
+
+// busyWait is how often a writer held back by Busy looks again.
+const busyWait = time.Second
+
+// waitIdle waits while Busy reports true; false when ctx ended.
+func (w *Writer) waitIdle(ctx context.Context) bool {
+	for w.hooks.Busy != nil && w.hooks.Busy() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-w.clock.After(busyWait):
+		}
+	}
+	return true
 }
 
 // Writes is the number of successful writes so far.

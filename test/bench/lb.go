@@ -93,6 +93,9 @@ func (e *env) lbStorm(ctx context.Context, s *Scenario) error {
 	}
 	scaled := n < goalLBServices
 	s.add("services_with_ip", "Services with an address", float64(len(times)), "count")
+	if err := e.addDuplicates(ctx, s); err != nil {
+		return err
+	}
 	all := s.add("all_ip_s", "time until all have an address", lastStatus.Sub(before.at).Seconds(), "s")
 	s.add("created_s", "(the harness created them all in)", created.Sub(before.at).Seconds(), "s").
 		withFloor(e.floors.lbCreate.Seconds())
