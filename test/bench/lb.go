@@ -105,7 +105,9 @@ func (e *env) lbStorm(ctx context.Context, s *Scenario) error {
 	if err := e.announced(ctx, s, before, lastStatus, router, e.prefixesOf(keys)(), scaled); err != nil {
 		return err
 	}
-	after, err := e.settle(ctx)
+	// The leader writes each new Service's conditions after the storm
+	// (addresses first): they are this scenario's writes, not the next one's.
+	after, err := e.settleWithin(ctx, statusDrainMax)
 	if err != nil {
 		return err
 	}

@@ -181,10 +181,20 @@ func promSum(text, name string, keep func(labels string) bool) float64 {
 // settleMax bounds settle.
 const settleMax = 30 * time.Second
 
+// statusDrainMax bounds the wait for the leader's Service status writes
+// after Services were created (serviceStatus.writesPerSecond, 20 by
+// default: 10,000 new Services take about 500 s).
+const statusDrainMax = 15 * time.Minute
+
 // settle waits until the CCM writes at most once a second (its lease
 // renewals), so that the Events and retries a scenario causes are counted
 // with it and do not load the next step. It returns the last sample.
 func (e *env) settle(ctx context.Context) (sample, error) {
+	return e.settleWithin(ctx, settleMax)
+}
+
+// settleWithin is settle, giving up after settleMax.
+func (e *env) settleWithin(ctx context.Context, settleMax time.Duration) (sample, error) {
 	prev, err := e.sample(ctx)
 	if err != nil {
 		return prev, err

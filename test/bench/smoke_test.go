@@ -115,6 +115,9 @@ func checkResults(t *testing.T, r *Results, o Options, router bool) {
 		t.Errorf("join: all_initialized_s has no floor or goal: %+v", f)
 	}
 	count(ScenarioLB, "services_with_ip", o.LBServices)
+	// A CCM that hands out an address twice is wrong, not fast.
+	count(ScenarioLB, "duplicate_addresses", 0)
+	count(ScenarioSteady, "duplicate_addresses", 0)
 	positive(ScenarioLB, "all_ip_s", "api_requests")
 	positive(ScenarioChurn, "join_initialized_s")
 	if f := figure(t, r, ScenarioChurn, "join_provider_calls_per_service"); f != nil && (f.Value < 0 || f.Goal == nil) {

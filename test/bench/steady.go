@@ -42,10 +42,17 @@ func (e *env) steadyState(ctx context.Context, s *Scenario) error {
 		return err
 	}
 	s.add("setup_s", "(setup: nodes initialized and Services addressed in)", time.Since(began).Seconds(), "s")
-	before, err := e.settle(ctx)
+	if err := e.addDuplicates(ctx, s); err != nil {
+		return err
+	}
+	// The leader writes each new Service's conditions once the addresses
+	// are written: the idle time starts after them.
+	drain := time.Now()
+	before, err := e.settleWithin(ctx, statusDrainMax)
 	if err != nil {
 		return err
 	}
+	s.add("status_drain_s", "(then the Services' conditions written in)", time.Since(drain).Seconds(), "s")
 	e.log.Info("Idle", "for", e.o.SteadyIdle)
 	stopProfile := e.profileCPU(ctx, ScenarioSteady+"-idle", min(e.o.PprofSeconds, int(e.o.SteadyIdle.Seconds())))
 	peak, err := e.idle(ctx)
