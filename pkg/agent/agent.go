@@ -161,7 +161,7 @@ func (a *Agent) Prefixes() int {
 	if a.speaker == nil {
 		return 0
 	}
-	return len(a.speaker.Prefixes())
+	return a.speaker.PrefixCount()
 }
 
 // dropManagedFields is an informer transform: the agent reads no

@@ -375,6 +375,14 @@ func (s *Speaker) Prefixes() map[netip.Prefix][]netip.Addr {
 	return out
 }
 
+// PrefixCount is the number of announced prefixes (Prefixes without the
+// copy: a metrics scrape must not copy 10,000 prefixes' next hops).
+func (s *Speaker) PrefixCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.paths)
+}
+
 // PeerStates returns the session state of each configured peer, in the
 // order of Config.Peers; "idle" when the speaker is not running.
 func (s *Speaker) PeerStates() []PeerState {

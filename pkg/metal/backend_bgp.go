@@ -84,7 +84,7 @@ func (b *bgpBackend) Collect(ch chan<- metrics.Metric) {
 		}
 		ch <- metrics.NewLazyConstMetric(descSession, metrics.GaugeValue, up, p.Address.String(), p.State)
 	}
-	ch <- metrics.NewLazyConstMetric(descPrefixes, metrics.GaugeValue, float64(len(b.Prefixes())))
+	ch <- metrics.NewLazyConstMetric(descPrefixes, metrics.GaugeValue, float64(b.PrefixCount()))
 }
 
 // speakerConfig is the speaker's config from the bgp and routes sections,

@@ -122,3 +122,34 @@ func TestOwner(t *testing.T) {
 		t.Errorf("the only node is not the owner: %s %v", owner, ok)
 	}
 }
+
+// TestPickIsTheBestScores checks the one-pass selection against its
+// definition: sort every hop by score, keep the first limit, sort by
+// address.
+func TestPickIsTheBestScores(t *testing.T) {
+	var hops []netip.Addr
+	a := netip.MustParseAddr("198.18.20.0")
+	for range 300 {
+		a = a.Next()
+		hops = append(hops, a)
+	}
+	for _, limit := range []int{1, 2, 16, 64, 299} {
+		for k := range 50 {
+			key := netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 18, 100, byte(k)}), 32)
+			seed := seedOf(key)
+			all := make([]scored, len(hops))
+			for i, h := range hops {
+				all[i] = scored{score(seed, h), h}
+			}
+			slices.SortFunc(all, scored.compare)
+			want := make([]netip.Addr, limit)
+			for i := range want {
+				want[i] = all[i].hop
+			}
+			slices.SortFunc(want, netip.Addr.Compare)
+			if got := Pick(key, hops, limit); !slices.Equal(got, want) {
+				t.Fatalf("Pick(%s, 300 hops, %d) = %v, want %v", key, limit, got, want)
+			}
+		}
+	}
+}
