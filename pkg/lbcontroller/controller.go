@@ -55,6 +55,12 @@ const (
 	ReasonSyncFailed = "SyncLoadBalancerFailed"
 )
 
+// EventCacheEntries is the size of the Event correlator's caches of the
+// service controller's and the provider's Event broadcasters (client-go's
+// default, 4,096 per cache, held 11 MB at 10,000 Services): a repeated
+// Event of one of the last 512 objects is still counted, not sent again.
+const EventCacheEntries = 512
+
 // EventComponent is the source of the Events, as upstream's.
 const EventComponent = "service-controller"
 
@@ -148,7 +154,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	logger := klog.FromContext(ctx).WithName("service-controller")
 	ctx = klog.NewContext(ctx, logger)
 
-	bc := record.NewBroadcaster(record.WithContext(ctx))
+	bc := record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{LRUCacheSize: EventCacheEntries}))
 	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.events.CoreV1().Events("")})
 	defer bc.Shutdown()
 	c.recorder = bc.NewRecorder(scheme.Scheme, v1.EventSource{Component: EventComponent})

@@ -20,6 +20,7 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/announcer"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/ipam"
+	"github.com/metal-ccm/metal-ccm/pkg/lbcontroller"
 	"github.com/metal-ccm/metal-ccm/pkg/lbrule"
 	"github.com/metal-ccm/metal-ccm/pkg/powerstate"
 )
@@ -128,7 +129,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 		logger.Error(err, "Events will not be recorded: no API client")
 		return
 	}
-	bc := record.NewBroadcaster(record.WithContext(ctx))
+	bc := record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{LRUCacheSize: lbcontroller.EventCacheEntries}))
 	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	var rec record.EventRecorder = bc.NewRecorder(scheme.Scheme, v1.EventSource{Component: eventComponent})
 	c.recorder.Store(&rec)

@@ -17,6 +17,7 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/announcer"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/healthcheck"
+	"github.com/metal-ccm/metal-ccm/pkg/lbcontroller"
 )
 
 // Event reasons of node health checks, recorded on nodes by the leader.
@@ -98,7 +99,7 @@ func newPodEvents(ctx context.Context, cs kubernetes.Interface) podEvents {
 	if ns == "" || name == "" {
 		return podEvents{}
 	}
-	bc := record.NewBroadcaster(record.WithContext(ctx))
+	bc := record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{LRUCacheSize: lbcontroller.EventCacheEntries}))
 	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
 	go func() {
 		<-ctx.Done()

@@ -33,7 +33,7 @@ type lbState struct {
 	synced   cache.InformerSynced
 	services corelisters.ServiceLister
 	requeue  atomic.Pointer[func(key string)] // the service controller's, see SetRequeue
-	busy     atomic.Pointer[func() bool]       // the service controller's, see SetBusy
+	busy     atomic.Pointer[func() bool]      // the service controller's, see SetBusy
 	informed chan struct{}                    // closed once SetInformers has set services and synced
 
 	mu      sync.Mutex
