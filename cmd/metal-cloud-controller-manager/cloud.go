@@ -57,7 +57,7 @@ func (m *manager) initializeCloud(c *config.CompletedConfig) cloudprovider.Inter
 	// drops them before they are cached. A write of an object without them
 	// keeps the server's.
 	c.SharedInformers = informers.NewSharedInformerFactoryWithOptions(c.VersionedClient, resyncPeriod(c.ComponentConfig.Generic.MinResyncPeriod.Duration),
-		informers.WithTransform(metal.DropManagedFields))
+		informers.WithTransform(metal.TrimForCache))
 	if r, ok := cloud.(everyReplica); ok {
 		cs, err := c.ClientBuilder.Client("metal-cloud-provider-announcer")
 		if err == nil {

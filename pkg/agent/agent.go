@@ -165,10 +165,14 @@ func (a *Agent) Prefixes() int {
 }
 
 // dropManagedFields is an informer transform: the agent reads no
-// managedFields.
+// managedFields, nor a Node's status.images (the kubelet lists every image
+// on its node; the agent watches every Node and writes none).
 func dropManagedFields(obj any) (any, error) {
 	if m, ok := obj.(metav1.Object); ok {
 		m.SetManagedFields(nil)
+	}
+	if n, ok := obj.(*v1.Node); ok {
+		n.Status.Images = nil
 	}
 	return obj, nil
 }

@@ -45,16 +45,24 @@ bgp:
 	}
 }
 
-func TestDropManagedFields(t *testing.T) {
+func TestTrimForCache(t *testing.T) {
 	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
-	out, err := DropManagedFields(svc)
+	out, err := TrimForCache(svc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := out.(*v1.Service); got.ManagedFields != nil || got.Name != "s" {
 		t.Errorf("after the transform: %+v", got.ObjectMeta)
 	}
-	if _, err := DropManagedFields("not an object"); err != nil {
+	if _, err := TrimForCache("not an object"); err != nil {
 		t.Errorf("a non-object: %v", err)
+	}
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: v1.NodeStatus{
+		Images:    []v1.ContainerImage{{Names: []string{"registry.example/app:1"}, SizeBytes: 1}},
+		Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "198.18.0.1"}},
+	}}
+	out, _ = TrimForCache(node)
+	if got := out.(*v1.Node); got.Status.Images != nil || len(got.Status.Addresses) != 1 {
+		t.Errorf("node after the transform: %+v", got.Status)
 	}
 }

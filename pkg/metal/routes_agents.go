@@ -83,8 +83,8 @@ type agentWatch struct {
 func startAgentWatch(ctx context.Context, cs kubernetes.Interface, namespace string, hopType v1.NodeAddressType) *agentWatch {
 	podFactory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = AgentPodSelector }),
-		informers.WithTransform(DropManagedFields))
-	nodeFactory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(DropManagedFields))
+		informers.WithTransform(TrimForCache))
+	nodeFactory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(TrimForCache))
 	if hopType == "" {
 		hopType = v1.NodeInternalIP
 	}
