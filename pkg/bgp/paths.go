@@ -34,6 +34,22 @@ func checkPaths(prefix netip.Prefix, nextHops []netip.Addr) ([]netip.Addr, error
 	return hops, nil
 }
 
+// hopPath is one path of a prefix: its next hop and path identifier.
+type hopPath struct {
+	hop netip.Addr
+	id  uint32
+}
+
+// hopPaths are a prefix's paths, sorted by next hop: a slice, not a map,
+// because the speaker holds one per announced prefix (10,000 and more) and a
+// small map costs twice the memory.
+type hopPaths []hopPath
+
+// find is the index of nh's path, and whether it has one.
+func (h hopPaths) find(nh netip.Addr) (int, bool) {
+	return slices.BinarySearchFunc(h, nh, func(p hopPath, a netip.Addr) int { return p.hop.Compare(a) })
+}
+
 // pathID picks the path identifier of next hop nh: the IPv4 address itself,
 // or a hash of the IPv6 address; stable for the same address, and moved on
 // past the identifiers in use for the prefix (and 0).

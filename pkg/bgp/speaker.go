@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -34,7 +33,7 @@ type Speaker struct {
 	cfg Config
 
 	mu    sync.Mutex
-	paths map[netip.Prefix]map[netip.Addr]uint32 // prefix → next hop → path identifier
+	paths map[netip.Prefix]hopPaths // prefix → its paths (next hop, path identifier)
 	// extra are the communities the Services of a host prefix add to it
 	// (SetCommunities); only prefixes with some are present.
 	extra map[netip.Prefix]community.Set
@@ -74,7 +73,7 @@ func New(cfg Config) (*Speaker, error) {
 	}
 	return &Speaker{
 		cfg:      c,
-		paths:    map[netip.Prefix]map[netip.Addr]uint32{},
+		paths:    map[netip.Prefix]hopPaths{},
 		extra:    map[netip.Prefix]community.Set{},
 		aggs:     make([]map[netip.Prefix]*aggregate, len(c.Peers)),
 		aggRetry: map[aggKey]bool{},
@@ -158,8 +157,8 @@ func (s *Speaker) startServer(ctx, watchCtx context.Context, logger logr.Logger,
 			if !ok {
 				continue
 			}
-			for nh, id := range hops {
-				if err := addPath(ctx, srv, prefix, nh, id, attrs); err != nil {
+			for _, h := range hops {
+				if err := addPath(ctx, srv, prefix, h.hop, h.id, attrs); err != nil {
 					return err
 				}
 			}
@@ -225,16 +224,6 @@ func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := s.paths[prefix]
-	if cur == nil {
-		cur = map[netip.Addr]uint32{}
-		s.paths[prefix] = cur
-	}
-	// cur follows what GoBGP has, also when a call fails half way.
-	defer func() {
-		if len(cur) == 0 {
-			delete(s.paths, prefix)
-		}
-	}()
 	var added, withdrawn int
 	// The aggregates whose next hops changed are sent last, also when a
 	// host path failed: they follow cur, which follows GoBGP. Those whose
@@ -257,15 +246,25 @@ func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []
 			}
 		}
 	}()
+	// cur follows what GoBGP has, also when a call fails half way; it is
+	// stored before the aggregates are sent (deferred calls run last first).
+	defer func() {
+		if len(cur) == 0 {
+			delete(s.paths, prefix)
+		} else {
+			s.paths[prefix] = cur
+		}
+	}()
 	var used map[uint32]bool // the identifiers in cur, made when first needed
 	for _, nh := range hops {
-		if _, ok := cur[nh]; ok {
+		at, ok := cur.find(nh)
+		if ok {
 			continue
 		}
 		if used == nil {
 			used = make(map[uint32]bool, len(cur)+len(hops))
-			for _, id := range cur {
-				used[id] = true
+			for _, h := range cur {
+				used[h.id] = true
 			}
 		}
 		id := pathID(nh, used)
@@ -275,21 +274,23 @@ func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []
 		}); err != nil {
 			return fmt.Errorf("bgp set paths: %w", err)
 		}
-		cur[nh] = id
+		cur = slices.Insert(cur, at, hopPath{nh, id})
 		aggsChanged = append(aggsChanged, s.countHop(prefix, nh, 1)...)
 		added++
 	}
-	for nh, id := range cur {
-		if _, in := slices.BinarySearchFunc(hops, nh, netip.Addr.Compare); in { // hops is sorted
+	for i := 0; i < len(cur); {
+		h := cur[i]
+		if _, in := slices.BinarySearchFunc(hops, h.hop, netip.Addr.Compare); in { // hops is sorted
+			i++
 			continue
 		}
 		if err := s.eachHostServer(prefix, func(srv *server.BgpServer, _ Attributes) error {
-			return deletePath(ctx, srv, prefix, nh, id)
+			return deletePath(ctx, srv, prefix, h.hop, h.id)
 		}); err != nil {
 			return fmt.Errorf("bgp set paths: %w", err)
 		}
-		delete(cur, nh)
-		aggsChanged = append(aggsChanged, s.countHop(prefix, nh, -1)...)
+		cur = slices.Delete(cur, i, i+1)
+		aggsChanged = append(aggsChanged, s.countHop(prefix, h.hop, -1)...)
 		withdrawn++
 	}
 	if added+withdrawn > 0 {
@@ -315,8 +316,8 @@ func (s *Speaker) SetCommunities(ctx context.Context, prefix netip.Prefix, c com
 	}
 	// A path added again with its identifier replaces the one GoBGP has.
 	return s.eachHostServer(prefix, func(srv *server.BgpServer, attrs Attributes) error {
-		for nh, id := range s.paths[prefix] {
-			if err := addPath(ctx, srv, prefix, nh, id, attrs); err != nil {
+		for _, h := range s.paths[prefix] {
+			if err := addPath(ctx, srv, prefix, h.hop, h.id, attrs); err != nil {
 				return fmt.Errorf("bgp set communities: %w", err)
 			}
 		}
@@ -370,7 +371,10 @@ func (s *Speaker) Prefixes() map[netip.Prefix][]netip.Addr {
 	defer s.mu.Unlock()
 	out := make(map[netip.Prefix][]netip.Addr, len(s.paths))
 	for prefix, hops := range s.paths {
-		out[prefix] = slices.SortedFunc(maps.Keys(hops), netip.Addr.Compare)
+		out[prefix] = make([]netip.Addr, len(hops))
+		for i, h := range hops {
+			out[prefix][i] = h.hop
+		}
 	}
 	return out
 }
