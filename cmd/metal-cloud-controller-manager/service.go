@@ -42,6 +42,14 @@ type busyTaker interface {
 	SetBusy(busy func() bool)
 }
 
+// outputAnnotator is implemented by providers that write annotations on
+// Services themselves, for people to read (the metal provider's
+// metal-ccm.io/announcement and metal-ccm.io/l2-nodes): the service
+// controller does not sync a Service for a change of those alone.
+type outputAnnotator interface {
+	OutputAnnotations() []string
+}
+
 // serviceRuler is implemented by providers that serve another rule than
 // upstream's (Services without a loadBalancerClass): the metal provider's
 // loadBalancer.class. The service controller takes the provider's rule, so
@@ -51,9 +59,10 @@ type serviceRuler interface {
 }
 
 var (
-	_ requeueTaker = (*metal.Cloud)(nil) // the wiring below must not silently stop
-	_ serviceRuler = (*metal.Cloud)(nil)
-	_ busyTaker    = (*metal.Cloud)(nil)
+	_ requeueTaker    = (*metal.Cloud)(nil) // the wiring below must not silently stop
+	_ serviceRuler    = (*metal.Cloud)(nil)
+	_ busyTaker       = (*metal.Cloud)(nil)
+	_ outputAnnotator = (*metal.Cloud)(nil)
 )
 
 // controllerInitializers are upstream's controllers, with the service
@@ -112,8 +121,12 @@ func startServiceController(initCtx app.ControllerInitContext, cfg *cloudconfig.
 		if r, ok := balancer.(serviceRuler); ok {
 			rule = r.ServiceRule()
 		}
+		var outputs []string
+		if o, ok := balancer.(outputAnnotator); ok {
+			outputs = o.OutputAnnotations()
+		}
 		c, err := lbcontroller.New(balancer, rule, cfg.ClientBuilder.ClientOrDie(initCtx.ClientName), events,
-			cfg.SharedInformers.Core().V1().Services(), cfg.ComponentConfig.KubeCloudShared.ClusterName)
+			cfg.SharedInformers.Core().V1().Services(), cfg.ComponentConfig.KubeCloudShared.ClusterName, outputs...)
 		if err != nil {
 			return nil, false, fmt.Errorf("start service controller: %w", err)
 		}

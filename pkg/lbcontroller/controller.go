@@ -80,13 +80,16 @@ type Controller struct {
 	mu      sync.Mutex
 	written map[string]string    // Service key -> resourceVersion of our last write to it
 	served  map[string]types.UID // Service key -> UID, of a class the rule owns, seen with the finalizer
+	outputs map[string]bool      // annotations the provider writes itself (New)
 }
 
 // New builds a controller over the Service informer; Run starts it. It
 // serves the Services rule wants, the rule the provider uses too. Events
 // are written with their own client (events), so that their rate limit does
-// not slow the Service writes; it may be client.
-func New(balancer cloudprovider.LoadBalancer, rule lbrule.Rule, client, events kubernetes.Interface, services coreinformers.ServiceInformer, clusterName string) (*Controller, error) {
+// not slow the Service writes; it may be client. outputs are the
+// annotations the provider writes on Services itself, for people to read (a
+// status): a change of those alone needs no sync.
+func New(balancer cloudprovider.LoadBalancer, rule lbrule.Rule, client, events kubernetes.Interface, services coreinformers.ServiceInformer, clusterName string, outputs ...string) (*Controller, error) {
 	registerMetrics()
 	c := &Controller{
 		balancer:    balancer,
@@ -97,9 +100,13 @@ func New(balancer cloudprovider.LoadBalancer, rule lbrule.Rule, client, events k
 		clusterName: clusterName,
 		written:     map[string]string{},
 		served:      map[string]types.UID{},
+		outputs:     map[string]bool{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](minRetryDelay, maxRetryDelay),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "service"}),
+	}
+	for _, k := range outputs {
+		c.outputs[k] = true
 	}
 	reg, err := services.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(o any) {
@@ -118,7 +125,7 @@ func New(balancer cloudprovider.LoadBalancer, rule lbrule.Rule, client, events k
 			}
 			c.note(o)
 			c.note(s)
-			if needsSync(c.rule, o, s) || c.needsCleanup(s) {
+			if needsSync(c.rule, c.outputs, o, s) || c.needsCleanup(s) {
 				c.enqueue(s)
 			}
 		},

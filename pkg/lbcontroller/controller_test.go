@@ -217,7 +217,7 @@ func TestNeedsSync(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cur := base.DeepCopy()
 			tc.change(cur)
-			if got := needsSync(lbrule.Rule{}, base, cur); got != tc.want {
+			if got := needsSync(lbrule.Rule{}, nil, base, cur); got != tc.want {
 				t.Errorf("needsSync = %v, want %v", got, tc.want)
 			}
 		})
@@ -226,13 +226,25 @@ func TestNeedsSync(t *testing.T) {
 	np.Spec.Type = v1.ServiceTypeNodePort
 	np2 := np.DeepCopy()
 	np2.Spec.Ports[0].Port = 81
-	if needsSync(lbrule.Rule{}, np, np2) {
+	if needsSync(lbrule.Rule{}, nil, np, np2) {
 		t.Error("a change of a Service that never wanted a load balancer needs a sync")
 	}
 	cur := base.DeepCopy()
 	cur.Spec.Ports[0].Port = 81
-	if needsSync(lbrule.Rule{Class: "metal-ccm.io/bgp"}, base, cur) {
+	if needsSync(lbrule.Rule{Class: "metal-ccm.io/bgp"}, nil, base, cur) {
 		t.Error("a change of a Service of a class not served needs a sync")
+	}
+	// The provider's own status annotations need no sync; others still do.
+	outputs := map[string]bool{"example.com/status": true}
+	st := base.DeepCopy()
+	st.Annotations = map[string]string{"example.com/status": "announced"}
+	if needsSync(lbrule.Rule{}, outputs, base, st) {
+		t.Error("a change of an output annotation alone needs a sync")
+	}
+	other := st.DeepCopy()
+	other.Annotations["metal-ccm.io/pool"] = "tiny"
+	if !needsSync(lbrule.Rule{}, outputs, st, other) {
+		t.Error("a change of another annotation beside an output one needs no sync")
 	}
 }
 

@@ -49,13 +49,40 @@ func (c *Controller) needsCleanup(svc *v1.Service) bool {
 // finalizer must be put back if someone removes it. Status writes of our
 // own come back here and cost one sync that writes nothing. A Service that
 // is being deleted and holds the finalizer is taken by needsCleanup.
-func needsSync(rule lbrule.Rule, old, cur *v1.Service) bool {
+func needsSync(rule lbrule.Rule, outputs map[string]bool, old, cur *v1.Service) bool {
 	if !rule.Wants(old) && !rule.Wants(cur) {
 		return false
 	}
 	return old.UID != cur.UID ||
 		!equality.Semantic.DeepEqual(old.Spec, cur.Spec) ||
-		!equality.Semantic.DeepEqual(old.Annotations, cur.Annotations) ||
+		!annotationsEqual(old.Annotations, cur.Annotations, outputs) ||
 		servicehelper.HasLBFinalizer(old) != servicehelper.HasLBFinalizer(cur) ||
 		!servicehelper.LoadBalancerStatusEqual(&old.Status.LoadBalancer, &cur.Status.LoadBalancer)
+}
+
+// annotationsEqual compares two Services' annotations but for outputs,
+// those the provider writes itself for people to read: its own status
+// writes must not bring the Service back for a sync.
+func annotationsEqual(a, b map[string]string, outputs map[string]bool) bool {
+	count := func(m map[string]string) int {
+		n := 0
+		for k := range m {
+			if !outputs[k] {
+				n++
+			}
+		}
+		return n
+	}
+	if count(a) != count(b) {
+		return false
+	}
+	for k, v := range a {
+		if outputs[k] {
+			continue
+		}
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
 }

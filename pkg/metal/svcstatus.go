@@ -238,6 +238,13 @@ func (s *statusSource) l2Announcement(addr netip.Addr) (svcstatus.Announcement, 
 	return a, ok
 }
 
+// OutputAnnotations are the annotations the provider writes on Services
+// for people to read; the service controller does not sync a Service for
+// their changes.
+func (c *Cloud) OutputAnnotations() []string {
+	return []string{svcstatus.AnnotationSummary, AnnotationL2Nodes}
+}
+
 // statusLimits are the writer's limits from the config in force.
 func (c *Cloud) statusLimits() svcstatus.Limits {
 	s := c.state.Load().cfg.ServiceStatus

@@ -116,6 +116,11 @@ func (e *env) nodeAgent(ctx context.Context, s *Scenario) error {
 		return err
 	}
 	s.add("setup_s", "(setup: nodes initialized and Services addressed in)", time.Since(began).Seconds(), "s")
+	// The leader then writes each Service's conditions: Service updates
+	// every agent receives, not the idle agent's own work.
+	if _, err := e.settleWithin(ctx, statusDrainMax); err != nil {
+		return err
+	}
 	r, err := e.measureAgent(ctx, al, names[0])
 	if err != nil {
 		return err

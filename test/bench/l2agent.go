@@ -181,6 +181,11 @@ func (e *env) l2Agent(ctx context.Context, s *Scenario) error {
 		return err
 	}
 	s.add("setup_s", "(setup: namespaces, nodes, Services and their addresses in)", time.Since(began).Seconds(), "s")
+	// The leader writes each refused Service's conditions: Service updates
+	// the agent receives, not its idle work.
+	if _, err := e.settleWithin(ctx, statusDrainMax); err != nil {
+		return err
+	}
 	r, err := e.measureL2Agent(ctx, ll, names[0])
 	if err != nil {
 		return err
