@@ -270,6 +270,7 @@ func (c *Cloud) runStatusWriter(ctx context.Context, client kubernetes.Interface
 		Event: func(svc *v1.Service, reason, message string) {
 			c.eventf(svc, v1.EventTypeNormal, reason, "%s", message)
 		},
+		Busy: c.serviceControllerBusy,
 		Wrote: func(err error) {
 			result := "ok"
 			if err != nil {
