@@ -170,7 +170,9 @@ func (w *Writer) Round(ctx context.Context) {
 			return
 		}
 		for i := range conds {
-			conds[i].ObservedGeneration = svc.Generation
+			if conds[i].Type == TypeAllocated || conds[i].Type == TypeAnnounced {
+				conds[i].ObservedGeneration = svc.Generation // others' conditions stay theirs
+			}
 		}
 		got, err := w.patch.PatchStatus(ctx, svc, conds, newSummary)
 		w.last[key] = w.clock.Now()
@@ -178,9 +180,9 @@ func (w *Writer) Round(ctx context.Context) {
 			w.hooks.Wrote(err)
 		}
 		if err != nil {
-			// A conflict is a Service changed since it was read: the next
-			// round reads it again.
-			if apierrors.IsConflict(err) {
+			// A conflict is a Service changed since it was read (the next
+			// round reads it again); not found, one deleted since.
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				logger.V(2).Info("Service changed while its status was written; retrying", "service", klog.KObj(svc))
 			} else {
 				logger.Error(err, "Cannot write the Service's conditions and announcement summary; retrying", "service", klog.KObj(svc))

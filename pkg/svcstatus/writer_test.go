@@ -95,6 +95,22 @@ func TestWriterCoalesces(t *testing.T) {
 	if len(events) != 3 {
 		t.Errorf("events %q, want 3", events)
 	}
+	// Another controller's condition is kept as it was, generation and all.
+	other := metav1.Condition{Type: "example.com/Other", Status: metav1.ConditionTrue, Reason: "X", ObservedGeneration: 1}
+	src.svcs[0] = src.svcs[0].DeepCopy()
+	src.svcs[0].Generation = 2
+	src.svcs[0].Status.Conditions = append(src.svcs[0].Status.Conditions, other)
+	src.nodes["a"] = []string{"n0"}
+	clk.Step(time.Minute)
+	w.Round(ctx)
+	for _, c := range src.svcs[0].Status.Conditions {
+		switch {
+		case c.Type == other.Type && c.ObservedGeneration != 1:
+			t.Errorf("another controller's condition was changed: %+v", c)
+		case c.Type != other.Type && c.ObservedGeneration != 2:
+			t.Errorf("condition %s observed generation %d, want 2", c.Type, c.ObservedGeneration)
+		}
+	}
 	// A Service the cache shows older than our write is not written.
 	src.svcs[1] = src.svcs[1].DeepCopy()
 	src.svcs[1].ResourceVersion = "1"
