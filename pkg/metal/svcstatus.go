@@ -3,6 +3,7 @@ package metal
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/netip"
 	"slices"
 	"time"
@@ -86,25 +87,13 @@ func (s *statusSource) run(ctx context.Context) {
 		case <-l2:
 		case <-poll.C:
 			up := s.c.sessionsUp()
-			if mapsEqualBool(up, last) {
+			if maps.Equal(up, last) {
 				continue
 			}
 			last = up
 		}
 		s.c.kickStatus()
 	}
-}
-
-func mapsEqualBool(a, b map[string]bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if !b[k] {
-			return false
-		}
-	}
-	return true
 }
 
 // speaker is this replica's BGP speaker, or nil.

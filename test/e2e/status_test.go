@@ -192,13 +192,10 @@ func testStatusWritesBound(t *testing.T, lab *netlab.Lab, ccm *framework.CCM, ns
 		})
 	})
 	ips := map[string]string{}
-	base := netip.MustParseAddr("198.18.40.1")
-	for i, n := range names {
-		a := base
-		for range i {
-			a = a.Next()
-		}
+	a := netip.MustParseAddr("198.18.40.1")
+	for _, n := range names {
 		ips[n] = a.String()
+		a = a.Next()
 	}
 	if err := parallelDo(names, func(n string) error {
 		_, err := framework.CreateReadyNode(ctx, client, n, ips[n])

@@ -19,15 +19,11 @@ type Path struct {
 // since two paths with the same next hop make one kernel next hop.
 func (l *Lab) BGPPaths(prefix netip.Prefix) ([]Path, error) {
 	if l.Opts.Router == RouterFRR {
-		afi := "ipv4"
-		if prefix.Addr().Is6() {
-			afi = "ipv6"
-		}
-		out, err := l.Vtysh(fmt.Sprintf("show bgp %s unicast %s json", afi, prefix))
+		out, err := l.frrPrefixJSON(prefix)
 		if err != nil {
 			return nil, err
 		}
-		return parseFRRPaths([]byte(out))
+		return parseFRRPaths(out)
 	}
 	out, err := l.Birdc("show", "route", prefix.String(), "all")
 	if err != nil {
@@ -111,11 +107,7 @@ type FRRRoute struct {
 // FRRRoutes are the paths FRR holds for exactly prefix, with their
 // communities and local preference.
 func (l *Lab) FRRRoutes(prefix netip.Prefix) ([]FRRRoute, error) {
-	afi := "ipv4"
-	if prefix.Addr().Is6() {
-		afi = "ipv6"
-	}
-	out, err := l.Vtysh(fmt.Sprintf("show bgp %s unicast %s json", afi, prefix))
+	out, err := l.frrPrefixJSON(prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +125,7 @@ func (l *Lab) FRRRoutes(prefix netip.Prefix) ([]FRRRoute, error) {
 			LocPrf int `json:"locPrf"`
 		} `json:"paths"`
 	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+	if err := json.Unmarshal(out, &doc); err != nil {
 		return nil, fmt.Errorf("parse FRR paths: %w", err)
 	}
 	var routes []FRRRoute
@@ -142,4 +134,14 @@ func (l *Lab) FRRRoutes(prefix netip.Prefix) ([]FRRRoute, error) {
 		routes = append(routes, FRRRoute{Peer: peer, Communities: p.Community.String, LargeCommunities: p.LargeCommunity.String, LocalPref: p.LocPrf})
 	}
 	return routes, nil
+}
+
+// frrPrefixJSON is FRR's JSON of the paths it holds for exactly prefix.
+func (l *Lab) frrPrefixJSON(prefix netip.Prefix) ([]byte, error) {
+	afi := "ipv4"
+	if prefix.Addr().Is6() {
+		afi = "ipv6"
+	}
+	out, err := l.Vtysh(fmt.Sprintf("show bgp %s unicast %s json", afi, prefix))
+	return []byte(out), err
 }
