@@ -70,6 +70,8 @@ func (e *env) steadyState(ctx context.Context, s *Scenario) error {
 	s.add("rss_mib", "CCM RSS at the end", mib(after.ccm.RSS), "MiB").atMost(300, "< 300 MiB", scaled)
 	s.add("rss_max_mib", "CCM RSS, highest sampled while idle", mib(peak), "MiB")
 	s.add("rss_hwm_mib", "CCM RSS, highest since start (VmHWM)", mib(after.ccm.PeakRSS), "MiB")
+	s.add("rss_anon_mib", "(of the RSS at the end: anonymous, the heap and stacks)", mib(after.ccm.AnonRSS), "MiB")
+	s.add("rss_file_mib", "(of the RSS at the end: file-backed, the binary's pages)", mib(after.ccm.FileRSS), "MiB")
 	s.add("cpu_pct", "CCM CPU, % of one core", 100*d.ccmCPU.Seconds()/idle, "%").atMost(5, "< 5%", scaled)
 	s.add("api_rps", "CCM API requests per second", d.requests/idle, "req/s")
 	s.add("api_writes_ps", "CCM API writes per second", d.writes/idle, "req/s")
@@ -94,6 +96,10 @@ func (e *env) steadyState(ctx context.Context, s *Scenario) error {
 	if e.o.PprofDir != "" {
 		if err := e.fetchDebug(ctx, "/debug/pprof/heap", ScenarioSteady+".heap.pb.gz"); err != nil {
 			e.log.Error(err, "Heap profile")
+		}
+		// The runtime's own account of its memory (go_memstats_*).
+		if err := e.fetchDebug(ctx, "/metrics", ScenarioSteady+".metrics.txt"); err != nil {
+			e.log.Error(err, "Metrics")
 		}
 	}
 	return nil

@@ -19,6 +19,9 @@ type ProcStat struct {
 	RSS uint64
 	// PeakRSS is the highest resident set size so far (VmHWM), in bytes.
 	PeakRSS uint64
+	// AnonRSS and FileRSS are the anonymous (heap, stacks) and file-backed
+	// (the binary's pages) parts of RSS (RssAnon, RssFile), in bytes.
+	AnonRSS, FileRSS uint64
 	// CPU is the CPU time used so far, user and system.
 	CPU time.Duration
 }
@@ -41,6 +44,10 @@ func ReadProcStat(pid int) (ProcStat, error) {
 			st.RSS, err = parseKiB(value)
 		case "VmHWM":
 			st.PeakRSS, err = parseKiB(value)
+		case "RssAnon":
+			st.AnonRSS, err = parseKiB(value)
+		case "RssFile":
+			st.FileRSS, err = parseKiB(value)
 		}
 		if err != nil {
 			return st, fmt.Errorf("process %d status %s: %w", pid, key, err)
