@@ -25,7 +25,8 @@ import (
 // Backend puts what the announcer decides on the network: one announcement
 // protocol (the BGP speaker of pkg/bgp today; L2 next). SetPaths makes
 // nextHops the full set of nodes the traffic of prefix goes to; none
-// withdraws it.
+// withdraws it. A backend may keep nextHops: the announcer never modifies a
+// list once made.
 type Backend interface {
 	SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []netip.Addr) error
 }

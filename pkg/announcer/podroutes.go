@@ -37,26 +37,26 @@ func (a *Announcer) recordPodRoutes() {
 		if o.source != fromPodRoute {
 			continue
 		}
-		for p, hops := range c {
-			if len(hops) == 1 && slices.Contains(a.table.applied[p], hops[0]) {
+		for _, ph := range c {
+			if len(ph.hops) == 1 && slices.Contains(a.table.applied[ph.prefix], ph.hops[0]) {
 				if a.podApplied[o.key] == nil {
 					a.podApplied[o.key] = map[netip.Prefix]netip.Addr{}
 				}
-				a.podApplied[o.key][p] = hops[0]
+				a.podApplied[o.key][ph.prefix] = ph.hops[0]
 			}
 		}
 	}
 }
 
 // podRoutes are a node's pod routes (PodRoutesOf) as the table keeps them.
-func (a *Announcer) podRoutes(name string) map[netip.Prefix][]netip.Addr {
+func (a *Announcer) podRoutes(name string) contribution {
 	n, err := a.nodes.Get(name)
 	if err != nil {
 		return nil
 	}
-	out := map[netip.Prefix][]netip.Addr{}
+	var out contribution
 	for p, hop := range PodRoutesOf(n, a.opts.PodNextHop) {
-		out[p] = []netip.Addr{hop}
+		out = out.with(p, []netip.Addr{hop})
 	}
 	return out
 }
@@ -143,9 +143,9 @@ func (a *Announcer) MissingPodRoutes(node string) []netip.Prefix {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var out []netip.Prefix
-	for p := range want {
-		if _, ok := a.podApplied[node][p]; !ok {
-			out = append(out, p)
+	for _, ph := range want {
+		if _, ok := a.podApplied[node][ph.prefix]; !ok {
+			out = append(out, ph.prefix)
 		}
 	}
 	slices.SortFunc(out, func(x, y netip.Prefix) int { return x.Addr().Compare(y.Addr()) })

@@ -16,7 +16,7 @@ import (
 // externalTrafficPolicy Local, those with a ready endpoint) that pass their
 // health checks, capped; and the communities it adds to them (only with
 // Options.Communities).
-func (a *Announcer) serviceContribution(key string) (map[netip.Prefix][]netip.Addr, map[netip.Prefix]community.Set) {
+func (a *Announcer) serviceContribution(key string) (contribution, map[netip.Prefix]community.Set) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return nil, nil
@@ -34,7 +34,7 @@ func (a *Announcer) serviceContribution(key string) (map[netip.Prefix][]netip.Ad
 	} else {
 		a.healthTargetsChanged = a.health.setLocal(key, nil, 0) || a.healthTargetsChanged
 	}
-	out := map[netip.Prefix][]netip.Addr{}
+	var out contribution
 	var comms map[netip.Prefix]community.Set
 	for _, in := range svc.Status.LoadBalancer.Ingress {
 		ip, err := netip.ParseAddr(in.IP)
@@ -47,7 +47,7 @@ func (a *Announcer) serviceContribution(key string) (map[netip.Prefix][]netip.Ad
 			hops = hops4
 		}
 		p := netip.PrefixFrom(ip, ip.BitLen())
-		out[p] = rendezvous.Pick(p, hops, a.opts.MaxNextHops)
+		out = out.with(p, rendezvous.Pick(p, hops, a.opts.MaxNextHops))
 		if a.comms != nil {
 			if c := a.opts.Communities(svc, ip); !c.Empty() {
 				if comms == nil {

@@ -22,20 +22,52 @@ type owner struct {
 	key    string
 }
 
+// prefixHops are one prefix's next hops in a contribution.
+type prefixHops struct {
+	prefix netip.Prefix
+	hops   []netip.Addr // sorted; never modified once made
+}
+
+// contribution is what one owner contributes: a slice, not a map, because
+// an owner has one or two prefixes and the table holds one per Service
+// (10,000 and more), where a small map costs several times the memory.
+type contribution []prefixHops
+
+// get is the next hops c contributes to p, and whether it has p.
+func (c contribution) get(p netip.Prefix) ([]netip.Addr, bool) {
+	for _, ph := range c {
+		if ph.prefix == p {
+			return ph.hops, true
+		}
+	}
+	return nil, false
+}
+
+// with is c with hops as p's next hops (replacing those it had).
+func (c contribution) with(p netip.Prefix, hops []netip.Addr) contribution {
+	for i := range c {
+		if c[i].prefix == p {
+			c[i].hops = hops
+			return c
+		}
+	}
+	return append(c, prefixHops{p, hops})
+}
+
 // pathTable merges what every owner contributes into one set of next hops
 // per prefix (two Services may share an address) and keeps the backend equal
 // to it, sending only what changed. It is owned by the run loop.
 type pathTable struct {
-	contrib map[owner]map[netip.Prefix][]netip.Addr // owner -> its prefixes and next hops
-	owners  map[netip.Prefix]map[owner]bool         // prefix -> its owners
-	applied map[netip.Prefix][]netip.Addr           // what the backend has
-	retry   map[netip.Prefix]bool                   // prefixes whose last change failed
+	contrib map[owner]contribution        // owner -> its prefixes and next hops
+	owners  map[netip.Prefix][]owner      // prefix -> its owners (nearly always one)
+	applied map[netip.Prefix][]netip.Addr // what the backend has
+	retry   map[netip.Prefix]bool         // prefixes whose last change failed
 }
 
 func newPathTable() *pathTable {
 	return &pathTable{
-		contrib: map[owner]map[netip.Prefix][]netip.Addr{},
-		owners:  map[netip.Prefix]map[owner]bool{},
+		contrib: map[owner]contribution{},
+		owners:  map[netip.Prefix][]owner{},
 		applied: map[netip.Prefix][]netip.Addr{},
 		retry:   map[netip.Prefix]bool{},
 	}
@@ -43,11 +75,11 @@ func newPathTable() *pathTable {
 
 // set makes next the contribution of o (none: o contributes nothing) and
 // marks every prefix it had or has in touched.
-func (t *pathTable) set(o owner, next map[netip.Prefix][]netip.Addr, touched map[netip.Prefix]bool) {
-	for p := range t.contrib[o] {
-		touched[p] = true
-		if _, still := next[p]; !still {
-			delete(t.owners[p], o)
+func (t *pathTable) set(o owner, next contribution, touched map[netip.Prefix]bool) {
+	for _, ph := range t.contrib[o] {
+		touched[ph.prefix] = true
+		if _, still := next.get(ph.prefix); !still {
+			t.owners[ph.prefix] = slices.DeleteFunc(t.owners[ph.prefix], func(x owner) bool { return x == o })
 		}
 	}
 	if len(next) == 0 {
@@ -55,12 +87,11 @@ func (t *pathTable) set(o owner, next map[netip.Prefix][]netip.Addr, touched map
 	} else {
 		t.contrib[o] = next
 	}
-	for p := range next {
-		touched[p] = true
-		if t.owners[p] == nil {
-			t.owners[p] = map[owner]bool{}
+	for _, ph := range next {
+		touched[ph.prefix] = true
+		if !slices.Contains(t.owners[ph.prefix], o) {
+			t.owners[ph.prefix] = append(t.owners[ph.prefix], o)
 		}
-		t.owners[p][o] = true
 	}
 }
 
@@ -110,13 +141,13 @@ func (t *pathTable) apply(ctx context.Context, backend Backend, touched map[neti
 func (t *pathTable) wanted(p netip.Prefix) []netip.Addr {
 	owners := t.owners[p]
 	if len(owners) == 1 {
-		for o := range owners {
-			return t.contrib[o][p]
-		}
+		hops, _ := t.contrib[owners[0]].get(p)
+		return hops
 	}
 	var want []netip.Addr
-	for o := range owners {
-		want = append(want, t.contrib[o][p]...)
+	for _, o := range owners {
+		hops, _ := t.contrib[o].get(p)
+		want = append(want, hops...)
 	}
 	slices.SortFunc(want, netip.Addr.Compare)
 	return slices.Compact(want)
