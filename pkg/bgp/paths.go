@@ -20,9 +20,12 @@ func checkPaths(prefix netip.Prefix, nextHops []netip.Addr) ([]netip.Addr, error
 	if !prefix.IsValid() || prefix.Masked() != prefix || prefix.Addr().Zone() != "" || prefix.Addr().Is4In6() {
 		return nil, fmt.Errorf("prefix %s must be a canonical IPv4 or IPv6 prefix", prefix)
 	}
-	hops := slices.Clone(nextHops)
-	slices.SortFunc(hops, netip.Addr.Compare)
-	hops = slices.Compact(hops)
+	hops := nextHops
+	if !sortedUnique(hops) {
+		hops = slices.Clone(nextHops)
+		slices.SortFunc(hops, netip.Addr.Compare)
+		hops = slices.Compact(hops)
+	}
 	for _, nh := range hops {
 		if !nh.IsValid() || nh.IsUnspecified() || nh.Zone() != "" || nh.Is4() != prefix.Addr().Is4() || nh.Is4In6() {
 			return nil, fmt.Errorf("next hop %s of %s must be a unicast address of the prefix's family", nh, prefix)
@@ -32,6 +35,16 @@ func checkPaths(prefix netip.Prefix, nextHops []netip.Addr) ([]netip.Addr, error
 		return nil, fmt.Errorf("%d next hops for %s, at most %d", len(hops), prefix, limits.MaxNextHops)
 	}
 	return hops, nil
+}
+
+// sortedUnique reports whether hops is sorted without duplicates.
+func sortedUnique(hops []netip.Addr) bool {
+	for i := 1; i < len(hops); i++ {
+		if hops[i-1].Compare(hops[i]) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // hopPath is one path of a prefix: its next hop and path identifier.
@@ -44,6 +57,44 @@ type hopPath struct {
 // because the speaker holds one per announced prefix (10,000 and more) and a
 // small map costs twice the memory.
 type hopPaths []hopPath
+
+// prefixPaths are a prefix's paths as the speaker keeps them: the next hops,
+// sorted, and the path identifier of each at the same index. The next hops
+// are the caller's own list when SetPaths could use it as it came (sorted,
+// no duplicates; callers do not modify it afterwards), so a kept path costs
+// its 4-byte identifier, not a copy of its 24-byte address: the speaker
+// holds a prefix per announced address, 10,000 and more, each with up to
+// maxPathsPerAddress paths.
+type prefixPaths struct {
+	hops []netip.Addr
+	ids  []uint32
+}
+
+// paths are pp as a hopPaths to work on (a copy).
+func (pp prefixPaths) paths() hopPaths {
+	out := make(hopPaths, len(pp.hops))
+	for i, h := range pp.hops {
+		out[i] = hopPath{h, pp.ids[i]}
+	}
+	return out
+}
+
+// keep is h as the speaker keeps it, with given as its next hops when they
+// are the same list.
+func keep(h hopPaths, given []netip.Addr) prefixPaths {
+	same := len(given) == len(h)
+	for i := 0; same && i < len(h); i++ {
+		same = h[i].hop == given[i]
+	}
+	pp := prefixPaths{hops: given, ids: make([]uint32, len(h))}
+	if !same {
+		pp.hops = make([]netip.Addr, len(h))
+	}
+	for i, p := range h {
+		pp.hops[i], pp.ids[i] = p.hop, p.id
+	}
+	return pp
+}
 
 // find is the index of nh's path, and whether it has one.
 func (h hopPaths) find(nh netip.Addr) (int, bool) {

@@ -33,7 +33,7 @@ type Speaker struct {
 	cfg Config
 
 	mu    sync.Mutex
-	paths map[netip.Prefix]hopPaths // prefix → its paths (next hop, path identifier)
+	paths map[netip.Prefix]prefixPaths // prefix → its paths (next hops, path identifiers)
 	// extra are the communities the Services of a host prefix add to it
 	// (SetCommunities); only prefixes with some are present.
 	extra map[netip.Prefix]community.Set
@@ -73,7 +73,7 @@ func New(cfg Config) (*Speaker, error) {
 	}
 	return &Speaker{
 		cfg:      c,
-		paths:    map[netip.Prefix]hopPaths{},
+		paths:    map[netip.Prefix]prefixPaths{},
 		extra:    map[netip.Prefix]community.Set{},
 		aggs:     make([]map[netip.Prefix]*aggregate, len(c.Peers)),
 		aggRetry: map[aggKey]bool{},
@@ -152,12 +152,12 @@ func (s *Speaker) startServer(ctx, watchCtx context.Context, logger logr.Logger,
 		return nil, err
 	}
 	err = func() error {
-		for prefix, hops := range s.paths {
+		for prefix, pp := range s.paths {
 			attrs, ok := s.hostAttrs(i, prefix)
 			if !ok {
 				continue
 			}
-			for _, h := range hops {
+			for _, h := range pp.paths() {
 				if err := addPath(ctx, srv, prefix, h.hop, h.id, attrs); err != nil {
 					return err
 				}
@@ -213,7 +213,8 @@ func (s *Speaker) Stop() {
 
 // SetPaths makes nextHops the full set of paths announced for prefix (a /32
 // or /128): one path per next hop, each with the next hop unchanged, so the
-// router installs an ECMP route. It sends only what changed, new paths before
+// router installs an ECMP route. The speaker may keep nextHops: the caller
+// must not modify it afterwards. It sends only what changed, new paths before
 // withdrawals; an empty set withdraws the prefix. Before Start it only
 // records the set. Each peer gets the prefixes of its own family.
 func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []netip.Addr) (retErr error) {
@@ -223,7 +224,7 @@ func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur := s.paths[prefix]
+	cur := s.paths[prefix].paths()
 	var added, withdrawn int
 	// The aggregates whose next hops changed are sent last, also when a
 	// host path failed: they follow cur, which follows GoBGP. Those whose
@@ -252,7 +253,7 @@ func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []
 		if len(cur) == 0 {
 			delete(s.paths, prefix)
 		} else {
-			s.paths[prefix] = cur
+			s.paths[prefix] = keep(cur, hops)
 		}
 	}()
 	var used map[uint32]bool // the identifiers in cur, made when first needed
@@ -316,7 +317,7 @@ func (s *Speaker) SetCommunities(ctx context.Context, prefix netip.Prefix, c com
 	}
 	// A path added again with its identifier replaces the one GoBGP has.
 	return s.eachHostServer(prefix, func(srv *server.BgpServer, attrs Attributes) error {
-		for _, h := range s.paths[prefix] {
+		for _, h := range s.paths[prefix].paths() {
 			if err := addPath(ctx, srv, prefix, h.hop, h.id, attrs); err != nil {
 				return fmt.Errorf("bgp set communities: %w", err)
 			}
@@ -370,11 +371,8 @@ func (s *Speaker) Prefixes() map[netip.Prefix][]netip.Addr {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make(map[netip.Prefix][]netip.Addr, len(s.paths))
-	for prefix, hops := range s.paths {
-		out[prefix] = make([]netip.Addr, len(hops))
-		for i, h := range hops {
-			out[prefix][i] = h.hop
-		}
+	for prefix, pp := range s.paths {
+		out[prefix] = slices.Clone(pp.hops)
 	}
 	return out
 }
