@@ -1,11 +1,10 @@
 package bgp
 
 import (
-	"context"
 	"net/netip"
 	"slices"
 
-	"github.com/osrg/gobgp/v3/pkg/server"
+	"github.com/osrg/gobgp/v4/pkg/server"
 )
 
 // aggregate is a covering prefix announced to one peer: its next hops are
@@ -60,12 +59,12 @@ type aggKey struct {
 // next hops it wants, when the speaker runs: new paths first, then
 // withdrawals. What failed stays different and is sent by the next sync of
 // the aggregate. The caller holds s.mu.
-func (s *Speaker) syncAggregate(ctx context.Context, k aggKey) error {
+func (s *Speaker) syncAggregate(k aggKey) error {
 	a := s.aggs[k.peer][k.prefix]
 	if a == nil || s.servers == nil {
 		return nil
 	}
-	if err := sendAggregate(ctx, s.servers[k.peer], k.prefix, a); err != nil {
+	if err := sendAggregate(s.servers[k.peer], k.prefix, a); err != nil {
 		return err
 	}
 	if len(a.want) == 0 && len(a.sent) == 0 {
@@ -74,8 +73,9 @@ func (s *Speaker) syncAggregate(ctx context.Context, k aggKey) error {
 	return nil
 }
 
-// sendAggregate sends srv what changed of aggregate a.
-func sendAggregate(ctx context.Context, srv *server.BgpServer, prefix netip.Prefix, a *aggregate) error {
+// sendAggregate sends srv what changed of aggregate a: new paths first,
+// in one call, then withdrawals, in another.
+func sendAggregate(srv *server.BgpServer, prefix netip.Prefix, a *aggregate) error {
 	used := make(map[uint32]bool, len(a.sent))
 	for _, id := range a.sent {
 		used[id] = true
@@ -85,25 +85,32 @@ func sendAggregate(ctx context.Context, srv *server.BgpServer, prefix netip.Pref
 		hops = append(hops, nh)
 	}
 	slices.SortFunc(hops, netip.Addr.Compare)
+	var add hopPaths
 	for _, nh := range hops {
 		if _, ok := a.sent[nh]; ok {
 			continue
 		}
 		id := pathID(nh, used)
-		if err := addPath(ctx, srv, prefix, nh, id, a.attrs); err != nil {
-			return err
-		}
 		used[id] = true
-		a.sent[nh] = id
+		add = append(add, hopPath{nh, id})
 	}
+	if err := addPaths(srv, prefix, add, a.attrs); err != nil {
+		return err
+	}
+	for _, h := range add {
+		a.sent[h.hop] = h.id
+	}
+	var gone hopPaths
 	for nh, id := range a.sent {
-		if a.want[nh] > 0 {
-			continue
+		if a.want[nh] <= 0 {
+			gone = append(gone, hopPath{nh, id})
 		}
-		if err := deletePath(ctx, srv, prefix, nh, id); err != nil {
-			return err
-		}
-		delete(a.sent, nh)
+	}
+	if err := deletePaths(srv, prefix, gone); err != nil {
+		return err
+	}
+	for _, h := range gone {
+		delete(a.sent, h.hop)
 	}
 	return nil
 }

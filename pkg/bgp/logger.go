@@ -1,11 +1,11 @@
 package bgp
 
 import (
-	"fmt"
-	"sort"
+	"context"
+	"log/slog"
+	"strings"
 
 	"github.com/go-logr/logr"
-	gobgplog "github.com/osrg/gobgp/v3/pkg/log"
 )
 
 // GoBGP's own messages go to klog at these verbosities.
@@ -14,71 +14,48 @@ const (
 	gobgpDebugV = 5
 )
 
-// gobgpLogger routes GoBGP's logger to a logr.Logger (klog), structured.
-type gobgpLogger struct {
-	l logr.Logger
+// newGoBGPLogger is GoBGP's logger: slog records written to l (klog),
+// structured, at V(4) with GoBGP's level as a key, and its debug messages at
+// V(5). GoBGP's errors are about sessions it retries by itself; the
+// speaker reports what matters (PeerStates, the announcer's errors).
+func newGoBGPLogger(l logr.Logger) *slog.Logger {
+	return slog.New(gobgpHandler{next: logr.ToSlogHandler(l.WithName("gobgp"))})
 }
 
-var _ gobgplog.Logger = gobgpLogger{}
-
-func newGoBGPLogger(l logr.Logger) gobgpLogger {
-	return gobgpLogger{l: l.WithName("gobgp")}
+// gobgpHandler moves GoBGP's levels to the verbosities above.
+type gobgpHandler struct {
+	next slog.Handler
 }
 
-// keysAndValues flattens GoBGP's fields in a stable order.
-func keysAndValues(fields gobgplog.Fields) []any {
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
+// verbosity is the slog level of GoBGP's level l: logr's slog handler
+// writes level -N at V(N).
+func verbosity(l slog.Level) slog.Level {
+	if l < slog.LevelInfo {
+		return -gobgpDebugV
 	}
-	sort.Strings(keys)
-	kv := make([]any, 0, 2*len(keys))
-	for _, k := range keys {
-		kv = append(kv, k, fields[k])
+	return -gobgpInfoV
+}
+
+func (h gobgpHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.next.Enabled(ctx, verbosity(l))
+}
+
+func (h gobgpHandler) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, verbosity(r.Level), r.Message, r.PC)
+	if r.Level >= slog.LevelInfo {
+		out.AddAttrs(slog.String("level", strings.ToLower(r.Level.String())))
 	}
-	return kv
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(a)
+		return true
+	})
+	return h.next.Handle(ctx, out)
 }
 
-// Panic logs and panics: GoBGP calls it on a bug of its own.
-func (g gobgpLogger) Panic(msg string, fields gobgplog.Fields) {
-	g.l.Error(nil, msg, keysAndValues(fields)...)
-	panic(fmt.Sprintf("gobgp: %s", msg))
+func (h gobgpHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return gobgpHandler{next: h.next.WithAttrs(attrs)}
 }
 
-// Fatal logs and panics: GoBGP expects it not to return, and a library must
-// not exit the process.
-func (g gobgpLogger) Fatal(msg string, fields gobgplog.Fields) {
-	g.l.Error(nil, msg, keysAndValues(fields)...)
-	panic(fmt.Sprintf("gobgp: %s", msg))
-}
-
-// Error logs at V(4), with GoBGP's level as a key.
-func (g gobgpLogger) Error(msg string, fields gobgplog.Fields) { g.log("error", msg, fields) }
-
-// Warn logs at V(4), with GoBGP's level as a key.
-func (g gobgpLogger) Warn(msg string, fields gobgplog.Fields) { g.log("warning", msg, fields) }
-
-// Info logs at V(4).
-func (g gobgpLogger) Info(msg string, fields gobgplog.Fields) { g.log("info", msg, fields) }
-
-// Debug logs at V(5).
-func (g gobgpLogger) Debug(msg string, fields gobgplog.Fields) {
-	g.l.V(gobgpDebugV).Info(msg, keysAndValues(fields)...)
-}
-
-func (g gobgpLogger) log(level, msg string, fields gobgplog.Fields) {
-	if l := g.l.V(gobgpInfoV); l.Enabled() {
-		l.Info(msg, append([]any{"level", level}, keysAndValues(fields)...)...)
-	}
-}
-
-// SetLevel does nothing: klog's verbosity decides.
-func (g gobgpLogger) SetLevel(gobgplog.LogLevel) {}
-
-// GetLevel tells GoBGP whether to build debug messages at all.
-func (g gobgpLogger) GetLevel() gobgplog.LogLevel {
-	if g.l.V(gobgpDebugV).Enabled() {
-		return gobgplog.DebugLevel
-	}
-	return gobgplog.InfoLevel
+func (h gobgpHandler) WithGroup(name string) slog.Handler {
+	return gobgpHandler{next: h.next.WithGroup(name)}
 }

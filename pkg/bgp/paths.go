@@ -7,9 +7,8 @@ import (
 	"net/netip"
 	"slices"
 
-	api "github.com/osrg/gobgp/v3/api"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
 
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/limits"
 )
@@ -109,7 +108,7 @@ func (h hopPaths) find(nh netip.Addr) (int, bool) {
 // replaces the earlier path), but it is not the ADD-PATH identifier on the
 // wire: GoBGP gives each path of a prefix its own, the lowest free one,
 // never reused after a locally originated path is withdrawn, and its API
-// takes none (v3; v4 up to v4.8 too). Identifiers on the wire therefore
+// takes none (v3, and v4 up to v4.8). Identifiers on the wire therefore
 // drift across withdrawals and restarts; docs/deploy.md ("Stopping") says
 // why the speaker closes its sessions with a Cease when it can instead.
 func pathID(nh netip.Addr, used map[uint32]bool) uint32 {
@@ -130,74 +129,68 @@ func pathID(nh netip.Addr, used map[uint32]bool) uint32 {
 }
 
 // family is the GoBGP unicast family of an address.
-func family(a netip.Addr) *api.Family {
+func family(a netip.Addr) bgp.Family {
 	if a.Is4() {
-		return &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}
+		return bgp.RF_IPv4_UC
 	}
-	return &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST}
+	return bgp.RF_IPv6_UC
 }
 
-// apiPath is the GoBGP path of prefix via nh with path identifier id. Each
-// next hop is its own path: distinct identifiers keep GoBGP from treating a
-// new next hop as an implicit withdrawal of the previous one, and ADD-PATH
-// sends them all. A locally originated path keeps its given next hop also
-// towards eBGP peers (third-party next hop).
-func apiPath(prefix netip.Prefix, nh netip.Addr, id uint32, attrs Attributes) (*api.Path, error) {
-	nlri, err := anypb.New(&api.IPAddressPrefix{Prefix: prefix.Addr().String(), PrefixLen: uint32(prefix.Bits())}) //nolint:gosec // 0 to 128 for a valid prefix
+// apiPaths are the GoBGP paths of prefix, one per next hop with its path
+// identifier, each carrying attrs. Each next hop is its own path: distinct
+// identifiers keep GoBGP from treating a new next hop as an implicit
+// withdrawal of the previous one, and ADD-PATH sends them all. A locally
+// originated path keeps its given next hop also towards eBGP peers
+// (third-party next hop). The paths share one NLRI and one set of
+// attributes besides the next hop, which GoBGP keeps as given: a prefix's
+// paths cost GoBGP one prefix, not one each.
+func apiPaths(prefix netip.Prefix, paths hopPaths, attrs Attributes) ([]*apiutil.Path, error) {
+	nlri, err := bgp.NewIPAddrPrefix(prefix)
 	if err != nil {
 		return nil, fmt.Errorf("encode prefix %s: %w", prefix, err)
 	}
-	origin, err := anypb.New(&api.OriginAttribute{Origin: 0}) // IGP
-	if err != nil {
-		return nil, fmt.Errorf("encode origin: %w", err)
+	shared := attrs.native()
+	fam := family(prefix.Addr())
+	out := make([]*apiutil.Path, 0, len(paths))
+	for _, h := range paths {
+		var hop bgp.PathAttributeInterface
+		if h.hop.Is4() {
+			hop, err = bgp.NewPathAttributeNextHop(h.hop)
+		} else {
+			hop, err = bgp.NewPathAttributeMpReachNLRI(fam, []bgp.PathNLRI{{NLRI: nlri}}, h.hop)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("encode next hop %s: %w", h.hop, err)
+		}
+		out = append(out, &apiutil.Path{
+			Family:   fam,
+			Nlri:     nlri,
+			Attrs:    append(slices.Clip(shared), hop),
+			RemoteID: h.id,
+		})
 	}
-	var hop *anypb.Any
-	if nh.Is4() {
-		hop, err = anypb.New(&api.NextHopAttribute{NextHop: nh.String()})
-	} else {
-		hop, err = anypb.New(&api.MpReachNLRIAttribute{Family: family(nh), NextHops: []string{nh.String()}, Nlris: []*anypb.Any{nlri}})
-	}
-	if err != nil {
-		return nil, fmt.Errorf("encode next hop %s: %w", nh, err)
-	}
-	pattrs, err := attrs.encode([]*anypb.Any{origin, hop})
-	if err != nil {
-		return nil, err
-	}
-	return &api.Path{
-		Family:     family(prefix.Addr()),
-		Nlri:       nlri,
-		Pattrs:     pattrs,
-		Identifier: id,
-	}, nil
+	return out, nil
 }
 
-// encode appends the attributes that are set to pattrs.
-func (a Attributes) encode(pattrs []*anypb.Any) ([]*anypb.Any, error) {
-	var msgs []proto.Message
+// native are the attributes that are set, ORIGIN (IGP) first.
+func (a Attributes) native() []bgp.PathAttributeInterface {
+	out := []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(bgp.BGP_ORIGIN_ATTR_TYPE_IGP)}
 	if len(a.Communities.Standard) > 0 {
 		cs := make([]uint32, len(a.Communities.Standard))
 		for i, c := range a.Communities.Standard {
 			cs[i] = uint32(c)
 		}
-		msgs = append(msgs, &api.CommunitiesAttribute{Communities: cs})
+		out = append(out, bgp.NewPathAttributeCommunities(cs))
 	}
 	if len(a.Communities.Large) > 0 {
-		ls := make([]*api.LargeCommunity, len(a.Communities.Large))
+		ls := make([]*bgp.LargeCommunity, len(a.Communities.Large))
 		for i, l := range a.Communities.Large {
-			ls[i] = &api.LargeCommunity{GlobalAdmin: l.Global, LocalData1: l.Local1, LocalData2: l.Local2}
+			ls[i] = bgp.NewLargeCommunity(l.Global, l.Local1, l.Local2)
 		}
-		msgs = append(msgs, &api.LargeCommunitiesAttribute{Communities: ls})
+		out = append(out, bgp.NewPathAttributeLargeCommunities(ls))
 	}
 	if a.LocalPref != 0 {
-		msgs = append(msgs, &api.LocalPrefAttribute{LocalPref: a.LocalPref})
+		out = append(out, bgp.NewPathAttributeLocalPref(a.LocalPref))
 	}
-	for _, m := range msgs {
-		enc, err := anypb.New(m)
-		if err != nil {
-			return nil, fmt.Errorf("encode path attribute: %w", err)
-		}
-		pattrs = append(pattrs, enc)
-	}
-	return pattrs, nil
+	return out
 }

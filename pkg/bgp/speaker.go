@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	api "github.com/osrg/gobgp/v3/api"
-	"github.com/osrg/gobgp/v3/pkg/server"
+	api "github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+	"github.com/osrg/gobgp/v4/pkg/server"
 	"k8s.io/klog/v2"
 
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
@@ -140,8 +141,7 @@ func (s *Speaker) startServers(ctx, watchCtx context.Context, logger logr.Logger
 
 func (s *Speaker) startServer(ctx, watchCtx context.Context, logger logr.Logger, i int) (*server.BgpServer, error) {
 	p := s.cfg.Peers[i]
-	srv := server.NewBgpServer(server.LoggerOption(newGoBGPLogger(logger)))
-	// GoBGP v3 has no way to end Serve: its goroutine outlives Stop, idle.
+	srv := server.NewBgpServer(server.LoggerOption(newGoBGPLogger(logger), nil))
 	go srv.Serve()
 	err := srv.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{
 		Asn:        s.cfg.ASN,
@@ -157,18 +157,16 @@ func (s *Speaker) startServer(ctx, watchCtx context.Context, logger logr.Logger,
 			if !ok {
 				continue
 			}
-			for _, h := range pp.paths() {
-				if err := addPath(ctx, srv, prefix, h.hop, h.id, attrs); err != nil {
-					return err
-				}
-			}
-		}
-		for prefix, a := range s.aggs[i] {
-			if err := sendAggregate(ctx, srv, prefix, a); err != nil {
+			if err := addPaths(srv, prefix, pp.paths(), attrs); err != nil {
 				return err
 			}
 		}
-		if err := srv.WatchEvent(watchCtx, &api.WatchEventRequest{Peer: &api.WatchEventRequest_Peer{}}, peerStateLogger(logger)); err != nil {
+		for prefix, a := range s.aggs[i] {
+			if err := sendAggregate(srv, prefix, a); err != nil {
+				return err
+			}
+		}
+		if err := srv.WatchEvent(watchCtx, server.WatchEventMessageCallbacks{OnPeerUpdate: peerStateLogger(logger)}, server.WatchPeer()); err != nil {
 			return fmt.Errorf("watch session state: %w", err)
 		}
 		if err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(s.cfg.ASN, p)}); err != nil {
@@ -236,7 +234,7 @@ func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []
 			aggsChanged = append(aggsChanged, k)
 		}
 		for _, k := range aggsChanged {
-			err := s.syncAggregate(ctx, k)
+			err := s.syncAggregate(k)
 			if err == nil {
 				delete(s.aggRetry, k)
 				continue
@@ -256,10 +254,13 @@ func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []
 			s.paths[prefix] = keep(cur, hops)
 		}
 	}()
+	// New paths first, in one call per server, then the withdrawals. A
+	// call that fails leaves cur as it was: GoBGP may have taken part of
+	// it, and taking it again (the caller retries) is harmless.
+	var add hopPaths
 	var used map[uint32]bool // the identifiers in cur, made when first needed
 	for _, nh := range hops {
-		at, ok := cur.find(nh)
-		if ok {
+		if _, ok := cur.find(nh); ok {
 			continue
 		}
 		if used == nil {
@@ -270,29 +271,41 @@ func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []
 		}
 		id := pathID(nh, used)
 		used[id] = true
-		if err := s.eachHostServer(prefix, func(srv *server.BgpServer, attrs Attributes) error {
-			return addPath(ctx, srv, prefix, nh, id, attrs)
-		}); err != nil {
-			return fmt.Errorf("bgp set paths: %w", err)
-		}
-		cur = slices.Insert(cur, at, hopPath{nh, id})
-		aggsChanged = append(aggsChanged, s.countHop(prefix, nh, 1)...)
-		added++
+		add = append(add, hopPath{nh, id})
 	}
-	for i := 0; i < len(cur); {
-		h := cur[i]
-		if _, in := slices.BinarySearchFunc(hops, h.hop, netip.Addr.Compare); in { // hops is sorted
-			i++
-			continue
-		}
-		if err := s.eachHostServer(prefix, func(srv *server.BgpServer, _ Attributes) error {
-			return deletePath(ctx, srv, prefix, h.hop, h.id)
+	if len(add) > 0 {
+		if err := s.eachHostServer(prefix, func(srv *server.BgpServer, attrs Attributes) error {
+			return addPaths(srv, prefix, add, attrs)
 		}); err != nil {
 			return fmt.Errorf("bgp set paths: %w", err)
 		}
-		cur = slices.Delete(cur, i, i+1)
-		aggsChanged = append(aggsChanged, s.countHop(prefix, h.hop, -1)...)
-		withdrawn++
+		for _, h := range add {
+			at, _ := cur.find(h.hop)
+			cur = slices.Insert(cur, at, h)
+			aggsChanged = append(aggsChanged, s.countHop(prefix, h.hop, 1)...)
+		}
+		added = len(add)
+	}
+	var gone hopPaths
+	for _, h := range cur {
+		if _, in := slices.BinarySearchFunc(hops, h.hop, netip.Addr.Compare); !in { // hops is sorted
+			gone = append(gone, h)
+		}
+	}
+	if len(gone) > 0 {
+		if err := s.eachHostServer(prefix, func(srv *server.BgpServer, _ Attributes) error {
+			return deletePaths(srv, prefix, gone)
+		}); err != nil {
+			return fmt.Errorf("bgp set paths: %w", err)
+		}
+		cur = slices.DeleteFunc(cur, func(h hopPath) bool {
+			_, in := slices.BinarySearchFunc(hops, h.hop, netip.Addr.Compare)
+			return !in
+		})
+		for _, h := range gone {
+			aggsChanged = append(aggsChanged, s.countHop(prefix, h.hop, -1)...)
+		}
+		withdrawn = len(gone)
 	}
 	if added+withdrawn > 0 {
 		klog.FromContext(ctx).V(2).Info("BGP paths changed", "prefix", prefix, "nextHops", hops,
@@ -317,10 +330,8 @@ func (s *Speaker) SetCommunities(ctx context.Context, prefix netip.Prefix, c com
 	}
 	// A path added again with its identifier replaces the one GoBGP has.
 	return s.eachHostServer(prefix, func(srv *server.BgpServer, attrs Attributes) error {
-		for _, h := range s.paths[prefix].paths() {
-			if err := addPath(ctx, srv, prefix, h.hop, h.id, attrs); err != nil {
-				return fmt.Errorf("bgp set communities: %w", err)
-			}
+		if err := addPaths(srv, prefix, s.paths[prefix].paths(), attrs); err != nil {
+			return fmt.Errorf("bgp set communities: %w", err)
 		}
 		return nil
 	})
@@ -343,24 +354,32 @@ func (s *Speaker) eachHostServer(prefix netip.Prefix, fn func(*server.BgpServer,
 	return nil
 }
 
-func addPath(ctx context.Context, srv *server.BgpServer, prefix netip.Prefix, nh netip.Addr, id uint32, attrs Attributes) error {
-	p, err := apiPath(prefix, nh, id, attrs)
+// addPaths sends srv the paths of prefix, in one call.
+func addPaths(srv *server.BgpServer, prefix netip.Prefix, paths hopPaths, attrs Attributes) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	ps, err := apiPaths(prefix, paths, attrs)
 	if err != nil {
 		return err
 	}
-	if _, err := srv.AddPath(ctx, &api.AddPathRequest{TableType: api.TableType_GLOBAL, Path: p}); err != nil {
-		return fmt.Errorf("add path %s via %s: %w", prefix, nh, err)
+	if _, err := srv.AddPath(apiutil.AddPathRequest{Paths: ps}); err != nil {
+		return fmt.Errorf("add %d paths of %s: %w", len(ps), prefix, err)
 	}
 	return nil
 }
 
-func deletePath(ctx context.Context, srv *server.BgpServer, prefix netip.Prefix, nh netip.Addr, id uint32) error {
-	p, err := apiPath(prefix, nh, id, Attributes{})
+// deletePaths withdraws the paths of prefix from srv, in one call.
+func deletePaths(srv *server.BgpServer, prefix netip.Prefix, paths hopPaths) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	ps, err := apiPaths(prefix, paths, Attributes{})
 	if err != nil {
 		return err
 	}
-	if err := srv.DeletePath(ctx, &api.DeletePathRequest{TableType: api.TableType_GLOBAL, Family: p.Family, Path: p}); err != nil {
-		return fmt.Errorf("withdraw path %s via %s: %w", prefix, nh, err)
+	if err := srv.DeletePath(apiutil.DeletePathRequest{Paths: ps}); err != nil {
+		return fmt.Errorf("withdraw %d paths of %s: %w", len(ps), prefix, err)
 	}
 	return nil
 }
@@ -423,8 +442,8 @@ func peerState(p *api.Peer) (PeerState, bool) {
 			return PeerState{}, false
 		}
 	}
-	st := PeerState{Address: addr, State: strings.ToLower(p.GetState().GetSessionState().String())}
-	if st.State == "unknown" {
+	st := PeerState{Address: addr, State: sessionStates[p.GetState().GetSessionState()]}
+	if st.State == "" {
 		st.State = "idle"
 	}
 	if up := p.GetTimers().GetState().GetUptime(); st.State == "established" && up != nil {
@@ -433,28 +452,56 @@ func peerState(p *api.Peer) (PeerState, bool) {
 	return st, true
 }
 
+// sessionStates are the names of the session states GoBGP's API reports, as
+// PeerState has them.
+var sessionStates = map[api.PeerState_SessionState]string{
+	api.PeerState_SESSION_STATE_IDLE:        "idle",
+	api.PeerState_SESSION_STATE_CONNECT:     "connect",
+	api.PeerState_SESSION_STATE_ACTIVE:      "active",
+	api.PeerState_SESSION_STATE_OPENSENT:    "opensent",
+	api.PeerState_SESSION_STATE_OPENCONFIRM: "openconfirm",
+	api.PeerState_SESSION_STATE_ESTABLISHED: "established",
+}
+
+// fsmStates are the names of GoBGP's FSM states, as PeerState has them.
+var fsmStates = map[bgp.FSMState]string{
+	bgp.BGP_FSM_IDLE:        "idle",
+	bgp.BGP_FSM_CONNECT:     "connect",
+	bgp.BGP_FSM_ACTIVE:      "active",
+	bgp.BGP_FSM_OPENSENT:    "opensent",
+	bgp.BGP_FSM_OPENCONFIRM: "openconfirm",
+	bgp.BGP_FSM_ESTABLISHED: "established",
+}
+
 // peerStateLogger logs session changes: reaching and leaving established at
 // info level, the rest at V(4).
-func peerStateLogger(logger logr.Logger) func(*api.WatchEventResponse) {
+func peerStateLogger(logger logr.Logger) func(*apiutil.WatchEventMessage_PeerEvent, time.Time) {
 	last := map[netip.Addr]string{}
 	var mu sync.Mutex
-	return func(ev *api.WatchEventResponse) {
-		st, ok := peerState(ev.GetPeer().GetPeer())
-		if !ok || ev.GetPeer().GetType() != api.WatchEventResponse_PeerEvent_STATE {
+	return func(ev *apiutil.WatchEventMessage_PeerEvent, _ time.Time) {
+		if ev.Type != apiutil.PEER_EVENT_STATE {
 			return
 		}
+		addr := ev.Peer.State.NeighborAddress
+		if !addr.IsValid() {
+			addr = ev.Peer.Conf.NeighborAddress
+		}
+		state, ok := fsmStates[ev.Peer.State.SessionState]
+		if !ok {
+			state = "idle"
+		}
 		mu.Lock()
-		prev := last[st.Address]
-		last[st.Address] = st.State
+		prev := last[addr]
+		last[addr] = state
 		mu.Unlock()
-		if prev == st.State {
+		if prev == state {
 			return
 		}
 		l := logger.V(4)
-		if st.State == "established" || prev == "established" {
+		if state == "established" || prev == "established" {
 			l = logger
 		}
-		l.Info("BGP session state changed", "peer", st.Address, "state", st.State, "previous", prev)
+		l.Info("BGP session state changed", "peer", addr, "state", state, "previous", prev)
 	}
 }
 
@@ -463,7 +510,7 @@ func peerStateLogger(logger logr.Logger) func(*api.WatchEventResponse) {
 func peerConfig(localASN uint32, p Peer) *api.Peer {
 	hold := uint64(p.HoldTime / time.Second) //nolint:gosec // withDefaults: 0, or 3s to 65535s
 	af := &api.AfiSafi{
-		Config:   &api.AfiSafiConfig{Family: family(p.Address), Enabled: true},
+		Config:   &api.AfiSafiConfig{Family: apiFamily(p.Address), Enabled: true},
 		AddPaths: &api.AddPaths{Config: &api.AddPathsConfig{SendMax: limits.MaxNextHops}},
 	}
 	peer := &api.Peer{
@@ -503,4 +550,12 @@ func peerConfig(localASN uint32, p Peer) *api.Peer {
 		af.MpGracefulRestart = &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}
 	}
 	return peer
+}
+
+// apiFamily is the unicast family of an address in GoBGP's configuration API.
+func apiFamily(a netip.Addr) *api.Family {
+	if a.Is4() {
+		return &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}
+	}
+	return &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST}
 }
