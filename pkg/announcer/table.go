@@ -76,6 +76,14 @@ func newPathTable() *pathTable {
 // set makes next the contribution of o (none: o contributes nothing) and
 // marks every prefix it had or has in touched.
 func (t *pathTable) set(o owner, next contribution, touched map[netip.Prefix]bool) {
+	// A recomputed list equal to the one before (a node change recomputes
+	// every Service) is replaced by that one, which the backend may hold:
+	// one copy of each list, not one per recomputation.
+	for i, ph := range next {
+		if before, ok := t.contrib[o].get(ph.prefix); ok && slices.Equal(before, ph.hops) {
+			next[i].hops = before
+		}
+	}
 	for _, ph := range t.contrib[o] {
 		touched[ph.prefix] = true
 		if _, still := next.get(ph.prefix); !still {
