@@ -2,6 +2,7 @@ package framework
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -22,7 +23,12 @@ type ProcStat struct {
 	// AnonRSS and FileRSS are the anonymous (heap, stacks) and file-backed
 	// (the binary's pages) parts of RSS (RssAnon, RssFile), in bytes.
 	AnonRSS, FileRSS uint64
-	// CPU is the CPU time used so far, user and system.
+	// CPU is the CPU time used so far, user and system, in nanoseconds where
+	// the kernel keeps them (the sum of the threads' /proc/PID/task/TID/schedstat),
+	// else in USER_HZ ticks of 10 ms (/proc/PID/stat). Ticks are too coarse
+	// for a window of a few seconds: an idle process can use none in 3 s.
+	// The per-thread sum leaves out threads that have exited, which a Go
+	// program's do not while it runs.
 	CPU time.Duration
 }
 
@@ -60,7 +66,51 @@ func ReadProcStat(pid int) (ProcStat, error) {
 	if st.CPU, err = parseCPU(stat); err != nil {
 		return st, fmt.Errorf("process %d stat: %w", pid, err)
 	}
+	if ns, ok := threadsCPU(pid); ok {
+		st.CPU = ns
+	}
 	return st, nil
+}
+
+// threadsCPU sums the time on a CPU of every thread of process pid, from the
+// first field of /proc/PID/task/TID/schedstat (nanoseconds). ok is false
+// where the kernel has no schedstat or the process is gone.
+func threadsCPU(pid int) (time.Duration, bool) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil || len(tasks) == 0 {
+		return 0, false
+	}
+	var sum time.Duration
+	for _, task := range tasks {
+		b, err := os.ReadFile(dir + "/" + task.Name() + "/schedstat")
+		if errors.Is(err, os.ErrNotExist) && task.Name() != strconv.Itoa(pid) {
+			continue // a thread that exited while the list was read
+		}
+		if err != nil {
+			return 0, false
+		}
+		ns, err := parseSchedstat(b)
+		if err != nil {
+			return 0, false
+		}
+		sum += ns
+	}
+	return sum, true
+}
+
+// parseSchedstat reads the time on a CPU (the first field, in nanoseconds)
+// of a /proc/PID/task/TID/schedstat such as "2970932 323073 2".
+func parseSchedstat(b []byte) (time.Duration, error) {
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		return 0, fmt.Errorf("empty schedstat")
+	}
+	ns, err := strconv.ParseInt(fields[0], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("schedstat time %q: %w", fields[0], err)
+	}
+	return time.Duration(ns), nil
 }
 
 // parseKiB reads a /proc/PID/status size such as "  123456 kB".
