@@ -90,6 +90,13 @@ func checkResults(t *testing.T, r *Results, o Options, router bool) {
 			if id == ScenarioHealth && (f.Key == "checks_cpu_pct" || f.Key == "cpu_per_kprobe_pct") {
 				continue
 			}
+			// The ToR times run from the status write's response, which
+			// a loaded machine can hand the harness after the ToRs had
+			// the change: below 0 is a result (docs/performance.md,
+			// scenario 0c). The write's own times cannot be.
+			if id == ScenarioTor && f.Unit == "ms" && !strings.HasPrefix(f.Key, "write_") {
+				continue
+			}
 			if f.Value < 0 && f.Unit != "s" {
 				t.Errorf("%s %s = %v, negative", id, f.Key, f.Value)
 			}

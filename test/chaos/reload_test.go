@@ -48,7 +48,7 @@ func metricsShow(ctx context.Context, rs *replicaSet, lines ...string) (time.Dur
 // a log line and metrics, and the config before it goes on working.
 func TestChaosConfigReload(t *testing.T) {
 	ns := "chaos-reload"
-	ctx, rs, tr := setup(t, ns, 3, reloadPools, fastLease)
+	ctx, rs, tr := setup(t, ns, 3, reloadPools, steadyLease)
 	pids := make([]int, rs.size())
 	for i := range pids {
 		pids[i] = rs.proc(i).PID()

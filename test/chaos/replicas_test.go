@@ -21,6 +21,14 @@ import (
 var fastLease = []string{"--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s",
 	"--leader-elect-retry-period", "500ms"}
 
+// Leader election of the replica sets whose tests never kill a leader:
+// upstream's lease and renew deadline, so that a leader does not exit
+// because a loaded machine stalled its Lease updates for 3 s (a fast lease's
+// renew deadline), with the fast retry period, so that a leader stopped by
+// SIGTERM (which empties the Lease) is replaced as fast.
+var steadyLease = []string{"--leader-elect-lease-duration", "15s", "--leader-elect-renew-deadline", "10s",
+	"--leader-elect-retry-period", "500ms"}
+
 // grRestartTime is how long the router keeps the routes of a speaker whose
 // session dropped without a goodbye (BGP graceful restart).
 const grRestartTime = 15 * time.Second

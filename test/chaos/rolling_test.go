@@ -30,7 +30,7 @@ const minReady = 3 * time.Second
 // address moves and none is held twice.
 func TestChaosRollingRestart(t *testing.T) {
 	ns := "chaos-rolling"
-	ctx, rs, tr := setup(t, ns, 3, rollingPool, fastLease)
+	ctx, rs, tr := setup(t, ns, 3, rollingPool, steadyLease)
 	rounds := max(1, prof.kills/3)
 	res := result{fault: "SIGTERM of each replica in turn (rolling restart) during a Service storm", requests: -1,
 		scale: fmt.Sprintf("%d Services, 3 replicas, %d rounds", prof.stormServices, rounds), limit: stopLimit}
