@@ -21,6 +21,8 @@ var (
 		[]string{"peer", "state"}, nil, metrics.ALPHA, "")
 	descPrefixes = metrics.NewDesc("metal_ccm_agent_bgp_announced_prefixes",
 		"Prefixes the node agent announces.", nil, nil, metrics.ALPHA, "")
+	descOutsidePools = metrics.NewDesc("metal_ccm_agent_addresses_outside_pools",
+		"Addresses in LoadBalancer Services' status that the node agent leaves out because no pool announced with its protocols (BGP, L2) holds them.", nil, nil, metrics.ALPHA, "")
 	descL2Answering = metrics.NewDesc("metal_ccm_agent_l2_answered_addresses",
 		"L2 addresses the node agent answers ARP or Neighbor Solicitations for.", nil, nil, metrics.ALPHA, "")
 	descL2Takeovers = metrics.NewDesc("metal_ccm_agent_l2_takeovers_total",
@@ -40,6 +42,7 @@ type collector struct {
 func (c *collector) DescribeWithStability(ch chan<- *metrics.Desc) {
 	ch <- descSession
 	ch <- descPrefixes
+	ch <- descOutsidePools
 	ch <- descL2Answering
 	ch <- descL2Takeovers
 	ch <- descL2Members
@@ -55,6 +58,7 @@ func (c *collector) CollectWithStability(ch chan<- metrics.Metric) {
 		ch <- metrics.NewLazyConstMetric(descSession, metrics.GaugeValue, up, p.Address.String(), p.State)
 	}
 	ch <- metrics.NewLazyConstMetric(descPrefixes, metrics.GaugeValue, float64(c.agent.Prefixes()))
+	ch <- metrics.NewLazyConstMetric(descOutsidePools, metrics.GaugeValue, float64(c.agent.OutsidePools()))
 	if st, ok := c.agent.L2Stats(); ok {
 		majority := 0.0
 		if st.Quorum {

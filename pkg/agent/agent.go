@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -108,22 +107,16 @@ func (a *Agent) startBGP(ctx context.Context, node *v1.Node, inf announcer.Infor
 			logger.Error(err, "BGP speaker stopped")
 		}
 	}()
-	opts := announcer.Options{OnlyNode: a.NodeName, PodRoutes: cfg.Routes.Enabled, PodNextHop: cfg.Routes.NextHopAddressType, MaxNextHops: 1,
+	opts := announcer.Options{OnlyNode: a.NodeName, Addresses: cfg.LoadBalancer.Announcer(config.ProtocolBGP), PodRoutes: cfg.Routes.Enabled, PodNextHop: cfg.Routes.NextHopAddressType, MaxNextHops: 1,
 		Communities: bgp.AnnouncedCommunities(&cfg.LoadBalancer)}
 	if hc, on := healthcheck.FromConfig(cfg.HealthChecks); on {
 		opts.HealthChecks = &announcer.HealthChecks{Options: hc, ProxyPort: cfg.HealthChecks.Port}
 	}
-	ann := announcer.New(inf, announcer.Only(a.speaker, announces(cfg, config.ProtocolBGP)), cfg.LoadBalancer.Rule().Wants, opts)
+	ann := announcer.New(inf, a.speaker, cfg.LoadBalancer.Rule().Wants, opts)
 	a.ann.Store(ann)
 	logger.Info("Announcing this node's LoadBalancer addresses over BGP", "asn", bcfg.ASN, "routerID", bcfg.RouterID, "peers", len(bcfg.Peers),
 		"podRoutes", cfg.Routes.Enabled)
 	return ann, nil
-}
-
-// announces says which prefixes go to proto: as the address's pool says.
-func announces(cfg *config.CloudConfig, proto config.Protocol) func(netip.Prefix) bool {
-	lb := cfg.LoadBalancer
-	return func(p netip.Prefix) bool { return lb.Announces(p.Addr(), proto) }
 }
 
 // waitNode waits until the agent's Node exists with an IPv4 InternalIP.
@@ -162,6 +155,18 @@ func (a *Agent) Prefixes() int {
 		return 0
 	}
 	return a.speaker.PrefixCount()
+}
+
+// OutsidePools is how many addresses of the Services' status the agent's
+// announcers (BGP, L2) leave out now: in no pool their protocol announces.
+func (a *Agent) OutsidePools() int {
+	n := 0
+	for _, ann := range []*announcer.Announcer{a.ann.Load(), a.l2ann.Load()} {
+		if ann != nil {
+			n += ann.OutsidePools()
+		}
+	}
+	return n
 }
 
 // dropManagedFields is an informer transform: the agent reads no

@@ -50,8 +50,8 @@ func (a *Agent) startL2(ctx context.Context, node *v1.Node, inf announcer.Inform
 	l := newL2(self, members, responder, corelisters.NewNodeLister(inf.Nodes.GetIndexer()), cfg.Selects, cfg.MemberlistPort)
 	// Every eligible node of each address, up to the most the announcer
 	// keeps: the owner is chosen among those of them whose agent is alive.
-	ann := announcer.New(inf, announcer.Only(l.candidates, announces(a.Config, config.ProtocolL2)), a.Config.LoadBalancer.Rule().Wants,
-		announcer.Options{MaxNextHops: announcer.MaxNextHops})
+	ann := announcer.New(inf, l.candidates, a.Config.LoadBalancer.Rule().Wants,
+		announcer.Options{MaxNextHops: announcer.MaxNextHops, Addresses: a.Config.LoadBalancer.Announcer(config.ProtocolL2)})
 	a.l2ann.Store(ann)
 	a.l2.Store(l)
 	logger.Info("Answering ARP and Neighbor Solicitations for the L2 addresses this node owns", "membership", netip.AddrPortFrom(bind, cfg.MemberlistPort),

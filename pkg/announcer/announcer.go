@@ -54,6 +54,12 @@ type Options struct {
 	// node whose own kube-proxy fails withdraws itself (the other nodes'
 	// agents still announce theirs).
 	OnlyNode string
+	// Addresses, when set, says which of a Service's status addresses this
+	// announcer announces: those of the pools its protocol serves
+	// (config.LoadBalancer.Announcer). The others are left out and counted
+	// (OutsidePools); the leader warns on the Service. Pod routes are not
+	// Service addresses and are not asked. Nil: every address (tests).
+	Addresses func(netip.Addr) bool
 	// Communities, when set and the backend is a CommunityBackend, are the
 	// communities a Service adds to the paths of its address
 	// (bgp.ServiceCommunities).
@@ -89,6 +95,8 @@ type Announcer struct {
 	// Local Service's checked nodes changed in this sync.
 	health               *health
 	healthTargetsChanged bool
+
+	outside outsidePools // the Services' addresses left out (Options.Addresses)
 
 	podApplied map[string]map[netip.Prefix]netip.Addr // node -> its announced pod routes (under mu)
 	firstSync  atomic.Bool                            // the first sync after the caches' is done

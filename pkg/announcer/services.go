@@ -24,6 +24,7 @@ func (a *Announcer) serviceContribution(key string) (contribution, map[netip.Pre
 	svc, err := a.services.Services(ns).Get(name)
 	if err != nil || svc.DeletionTimestamp != nil || !a.serves(svc) {
 		a.healthTargetsChanged = a.health.setLocal(key, nil, 0) || a.healthTargetsChanged
+		a.outside.set(key, 0)
 		return nil, nil
 	}
 	hops4, hops6 := a.hops4, a.hops6
@@ -36,12 +37,19 @@ func (a *Announcer) serviceContribution(key string) (contribution, map[netip.Pre
 	}
 	var out contribution
 	var comms map[netip.Prefix]community.Set
+	left := 0
 	for _, in := range svc.Status.LoadBalancer.Ingress {
 		ip, err := netip.ParseAddr(in.IP)
 		if err != nil {
 			continue
 		}
 		ip = ip.Unmap()
+		// The status is not trusted to bound what is announced: whoever
+		// may write services/status could name any address.
+		if a.opts.Addresses != nil && !a.opts.Addresses(ip) {
+			left++
+			continue
+		}
 		hops := hops6
 		if ip.Is4() {
 			hops = hops4
@@ -57,6 +65,7 @@ func (a *Announcer) serviceContribution(key string) (contribution, map[netip.Pre
 			}
 		}
 	}
+	a.outside.set(key, left)
 	return out, comms
 }
 

@@ -66,7 +66,9 @@ func PolicyFrom(lb *config.LoadBalancer) Policy {
 }
 
 // poolPolicy is each pool's advertisements; the addresses of a pool
-// without any, and those in no pool, go out by default.
+// without any go out by default. Addresses in no pool never reach the
+// speaker (config.LoadBalancer.Announces); pod routes, in no pool, go out by
+// default.
 type poolPolicy struct {
 	lb  *config.LoadBalancer
 	ads map[*config.Pool][]Advertisement

@@ -499,7 +499,9 @@ l2:
 	for _, tc := range []struct {
 		addr    string
 		bgp, l2 bool
-	}{{"198.18.0.9", true, false}, {"198.18.1.9", false, true}, {"198.18.2.9", true, true}, {"198.18.9.9", true, false}} {
+	}{{"198.18.0.9", true, false}, {"198.18.1.9", false, true}, {"198.18.2.9", true, true},
+		// In no pool: announced by nothing, whoever wrote it into a status.
+		{"198.18.9.9", false, false}} {
 		a := netip.MustParseAddr(tc.addr)
 		if c.LoadBalancer.Announces(a, ProtocolBGP) != tc.bgp || c.LoadBalancer.Announces(a, ProtocolL2) != tc.l2 {
 			t.Errorf("%s: announced with BGP %v, L2 %v; want %v, %v", a, c.LoadBalancer.Announces(a, ProtocolBGP),

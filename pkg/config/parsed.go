@@ -48,13 +48,19 @@ func (r *Routes) ClusterPrefixes() []netip.Prefix { return slices.Clone(r.cluste
 // Prefix is the rule's subnet.
 func (r *TopologyRule) Prefix() netip.Prefix { return r.subnet }
 
-// Announces reports whether addr is made reachable with proto: as its
-// pool says, and over BGP alone when no pool holds it.
+// Announces reports whether addr is made reachable with proto: only if a
+// pool holds it and announces with proto. An address in no pool is
+// announced by no protocol, whoever wrote it into a Service's status: the
+// pools are the bound of what the cluster makes reachable.
 func (lb *LoadBalancer) Announces(addr netip.Addr, proto Protocol) bool {
-	if p := lb.PoolOf(addr); p != nil {
-		return p.Announces(proto)
-	}
-	return proto == ProtocolBGP
+	p := lb.PoolOf(addr)
+	return p != nil && p.Announces(proto)
+}
+
+// Announcer is Announces for one protocol, as the announcers take it
+// (announcer.Options.Addresses).
+func (lb *LoadBalancer) Announcer(proto Protocol) func(netip.Addr) bool {
+	return func(addr netip.Addr) bool { return lb.Announces(addr, proto) }
 }
 
 // Rule is the rule of which Services are served: class and

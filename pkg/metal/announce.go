@@ -3,7 +3,6 @@ package metal
 import (
 	"context"
 	"fmt"
-	"net/netip"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,9 +53,11 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface, 
 		}
 		c.backends.Store(&bs)
 		// The replicas announce over BGP only (L2 is the node agents'): the
-		// addresses of pools without BGP are not theirs to announce.
-		rec := announcer.Record(announcer.Only(bs, bgpAnnounces(cfg)))
+		// addresses of pools without BGP, and those in no pool, are not
+		// theirs to announce.
+		rec := announcer.Record(bs)
 		ann := announcer.New(inf, rec, c.wantsLoadBalancer, announcer.Options{
+			Addresses:    cfg.LoadBalancer.Announcer(config.ProtocolBGP),
 			PodRoutes:    cfg.Routes.Enabled,
 			PodNextHop:   cfg.Routes.NextHopAddressType,
 			MaxNextHops:  cfg.BGP.MaxPathsPerAddress,
@@ -64,7 +65,7 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface, 
 			Communities:  bgp.AnnouncedCommunities(&cfg.LoadBalancer),
 		})
 		c.announcer.Store(ann)
-		c.announced.Store(&announced{paths: rec, synced: ann.Synced, nodes: factory.Core().V1().Nodes().Lister()})
+		c.announced.Store(&announced{paths: rec, synced: ann.Synced, outside: ann.OutsidePools, nodes: factory.Core().V1().Nodes().Lister()})
 		runs = append(runs, ann.Run)
 	}
 	if fromNodes {
@@ -72,8 +73,9 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface, 
 		// only tells which nodes' agents announce what (the Services'
 		// status shows it). Each agent checks its own node's health.
 		rec := announcer.Record(nil)
-		ann := announcer.New(inf, rec, c.wantsLoadBalancer, announcer.Options{MaxNextHops: announcer.MaxNextHops})
-		c.announced.Store(&announced{paths: rec, synced: ann.Synced, nodes: factory.Core().V1().Nodes().Lister(), fromNodes: true})
+		ann := announcer.New(inf, rec, c.wantsLoadBalancer, announcer.Options{MaxNextHops: announcer.MaxNextHops,
+			Addresses: cfg.LoadBalancer.Announcer(config.ProtocolBGP)})
+		c.announced.Store(&announced{paths: rec, synced: ann.Synced, outside: ann.OutsidePools, nodes: factory.Core().V1().Nodes().Lister(), fromNodes: true})
 		runs = append(runs, ann.Run)
 	}
 	if l2 {
@@ -84,14 +86,6 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface, 
 		go run(ctx)
 	}
 	return nil
-}
-
-// bgpAnnounces says which prefixes go to BGP: the addresses of the pools
-// announced with BGP, and the pod routes (in no pool). A pool's announce
-// list applies from the next start, as the config read then says.
-func bgpAnnounces(cfg *config.CloudConfig) func(netip.Prefix) bool {
-	lb := cfg.LoadBalancer
-	return func(p netip.Prefix) bool { return lb.Announces(p.Addr(), config.ProtocolBGP) }
 }
 
 // StopInEveryReplica stops the backends of a replica that is about to exit,

@@ -219,8 +219,8 @@ func l2Logger(ctx context.Context) klog.Logger { return klog.FromContext(ctx).Wi
 // ends.
 func (c *Cloud) observeL2(cfg *config.CloudConfig, inf announcer.Informers, services corelisters.ServiceLister, nodes corelisters.NodeLister) func(context.Context) {
 	o := newL2Observer(cfg, nodes)
-	ann := announcer.New(inf, announcer.Only(o.candidates, func(p netip.Prefix) bool { return cfg.LoadBalancer.Announces(p.Addr(), config.ProtocolL2) }),
-		c.wantsLoadBalancer, announcer.Options{MaxNextHops: announcer.MaxNextHops})
+	ann := announcer.New(inf, o.candidates, c.wantsLoadBalancer,
+		announcer.Options{MaxNextHops: announcer.MaxNextHops, Addresses: cfg.LoadBalancer.Announcer(config.ProtocolL2)})
 	c.l2.Store(&l2State{observer: o, services: services})
 	return func(ctx context.Context) {
 		go ann.Run(ctx)

@@ -142,7 +142,7 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Servic
 			allocations.WithLabelValues("ok").Inc()
 			for _, ip := range c.lb.alloc.OutsidePools(ips) {
 				c.eventf(svc, v1.EventTypeWarning, ReasonAddressOutsidePools,
-					"Address %s is in no configured pool; the Service keeps it. Delete the Service, or name a pool with %s, to move it", ip, poolAnnotation.Name())
+					"Address %s is in no configured pool: the Service keeps it, but nothing announces it. Add a pool that holds it (autoAssign: false keeps other Services off it), or delete the Service or name a pool with %s to move it", ip, poolAnnotation.Name())
 			}
 			c.checkCommunities(svc, ips)
 			klog.FromContext(ctx).V(2).Info("Allocated LoadBalancer addresses", "service", klog.KObj(svc), "addresses", ips)

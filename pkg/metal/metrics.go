@@ -28,7 +28,7 @@ var (
 	servicesAnnounced = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Namespace:      namespace,
 		Name:           "services_by_announced_reason",
-		Help:           "LoadBalancer Services by the reason of their metal-ccm.io/Announced condition (Announced, NoEligibleNode, NoSessionUp, NotSentToAnyPeer, NoAddress, Unknown). Reported by the leader.",
+		Help:           "LoadBalancer Services by the reason of their metal-ccm.io/Announced condition (Announced, OutsidePools, NoEligibleNode, NoSessionUp, NotSentToAnyPeer, NoAddress, Unknown). Reported by the leader.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 
@@ -44,6 +44,9 @@ var (
 	descPrefixes = metrics.NewDesc(namespace+"_bgp_announced_prefixes",
 		"Prefixes this replica announces. Reported by every replica.",
 		nil, nil, metrics.ALPHA, "")
+	descOutsidePools = metrics.NewDesc(namespace+"_addresses_outside_pools",
+		"Addresses in LoadBalancer Services' status that this replica's BGP announcer leaves out because no pool announced with BGP holds them. Reported by every replica with BGP peers.",
+		nil, nil, metrics.ALPHA, "")
 
 	registerOnce sync.Once
 )
@@ -55,7 +58,7 @@ type collector struct {
 }
 
 func (c *collector) DescribeWithStability(ch chan<- *metrics.Desc) {
-	for _, d := range []*metrics.Desc{descPoolSize, descPoolUsed, descSession, descPrefixes, descHealthTargets} {
+	for _, d := range []*metrics.Desc{descPoolSize, descPoolUsed, descSession, descPrefixes, descOutsidePools, descHealthTargets} {
 		ch <- d
 	}
 }
@@ -74,6 +77,9 @@ func (c *collector) CollectWithStability(ch chan<- metrics.Metric) {
 	}
 	if ann := c.cloud.announcer.Load(); ann != nil {
 		collectHealth(ann, ch)
+	}
+	if a := c.cloud.announced.Load(); a != nil {
+		ch <- metrics.NewLazyConstMetric(descOutsidePools, metrics.GaugeValue, float64(a.outside()))
 	}
 }
 

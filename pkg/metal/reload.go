@@ -115,6 +115,12 @@ func (c *Cloud) Reload(data []byte) error {
 	if !reflect.DeepEqual(old.cfg.HealthChecks, cfg.HealthChecks) {
 		later = append(later, "healthChecks")
 	}
+	// The announcers (the replicas' and the node agents') announce only the
+	// addresses of the pools they were started with: a pool's new addresses
+	// are allocated at once but announced from the next restart.
+	if !reflect.DeepEqual(announcedPools(old.cfg), announcedPools(cfg)) {
+		later = append(later, "loadBalancer.pools[].addresses and announce (what is announced)")
+	}
 	if !reflect.DeepEqual(poolPolicies(old.cfg), poolPolicies(cfg)) {
 		later = append(later, "loadBalancer.pools[].bgpAdvertisements, serviceCommunities")
 	}
@@ -141,6 +147,20 @@ type poolPolicy struct {
 }
 
 // poolPolicies are the pools' routing policies by pool name.
+// announcedPools is each pool's addresses and protocols, as the config
+// writes them: what bounds the announcers.
+func announcedPools(cfg *config.CloudConfig) map[string][2][]string {
+	out := map[string][2][]string{}
+	for _, p := range cfg.LoadBalancer.Pools {
+		announce := make([]string, len(p.Announce))
+		for i, a := range p.Announce {
+			announce[i] = string(a)
+		}
+		out[p.Name] = [2][]string{p.Addresses, announce}
+	}
+	return out
+}
+
 func poolPolicies(cfg *config.CloudConfig) map[string]poolPolicy {
 	out := map[string]poolPolicy{}
 	for _, p := range cfg.LoadBalancer.Pools {

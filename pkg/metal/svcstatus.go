@@ -31,6 +31,7 @@ import (
 type announced struct {
 	paths     *announcer.Recorder
 	synced    func() bool // the announcer has synced once
+	outside   func() int  // the Services' addresses it leaves out: in no BGP pool
 	nodes     corelisters.NodeLister
 	fromNodes bool
 }

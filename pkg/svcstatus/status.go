@@ -38,6 +38,9 @@ const (
 	// ReasonNotSentToAnyPeer: no BGP peer gets the address's pool (no
 	// peers, or the pool's bgpAdvertisements select none), and no L2.
 	ReasonNotSentToAnyPeer = "NotSentToAnyPeer"
+	// ReasonOutsidePools: an address of the Service is in no configured
+	// pool, so no protocol announces it (whoever wrote it into the status).
+	ReasonOutsidePools = "OutsidePools"
 	// ReasonNoEligibleNode: no node may carry the address (none Ready and
 	// initialized, none with a ready endpoint of a Local Service, all
 	// excluded).
@@ -189,6 +192,16 @@ func (s *State) Conditions() []metav1.Condition {
 	if len(s.Addresses) == 0 {
 		ann.Status, ann.Reason, ann.Message = metav1.ConditionFalse, ReasonNoAddress, "no address to announce"
 		return append(out, ann)
+	}
+	for i, a := range s.Addresses {
+		if i < len(s.Pools) && s.Pools[i] == "" {
+			ann.Status, ann.Reason, ann.Message = metav1.ConditionFalse, ReasonOutsidePools,
+				fmt.Sprintf("%s is in no configured pool: not announced", a)
+			if len(s.Announcements) > 0 {
+				ann.Message += "; " + s.Summary()
+			}
+			return append(out, ann)
+		}
 	}
 	for i := range s.Announcements {
 		if r := s.Announcements[i].Reason(); r != ReasonAnnounced {

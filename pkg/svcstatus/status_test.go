@@ -76,6 +76,8 @@ func TestConditions(t *testing.T) {
 			cond{metav1.ConditionTrue, ReasonAllocated}, &cond{metav1.ConditionFalse, ReasonNoSessionUp}},
 		{"no protocol", State{Addresses: []netip.Addr{v4}, Known: true},
 			cond{metav1.ConditionTrue, ReasonAllocated}, &cond{metav1.ConditionFalse, ReasonNotSentToAnyPeer}},
+		{"an address in no pool", State{Addresses: []netip.Addr{v4, v6}, Pools: []string{"p", ""}, Announcements: []Announcement{up}, Known: true},
+			cond{metav1.ConditionTrue, ReasonAllocated}, &cond{metav1.ConditionFalse, ReasonOutsidePools}},
 		{"announcers not synced", State{Addresses: []netip.Addr{v4}, Announcements: []Announcement{up}},
 			cond{metav1.ConditionTrue, ReasonAllocated}, nil},
 	} {

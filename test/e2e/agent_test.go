@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -224,5 +225,14 @@ func TestNodeAgents(t *testing.T) {
 		}
 		a.Process = p
 		waitRoute(t, lab, vip, hops...)
+	})
+	t.Run("an address written into the status outside the pools is not announced", func(t *testing.T) {
+		svc := framework.CreateLoadBalancer(t, client, ns, "outside")
+		ovip := waitVIPs(t, ns, "outside", 1)[0]
+		waitRoute(t, lab, ovip, hops...)
+		setIngress(t, svc, []netip.Addr{outsideAddr})
+		// The agents followed the write: the old address is withdrawn.
+		waitRoute(t, lab, ovip)
+		stayWithout(t, lab, outsideAddr)
 	})
 }

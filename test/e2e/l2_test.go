@@ -118,6 +118,38 @@ func TestL2Agents(t *testing.T) {
 		}
 		lab.WaitClientMAC(t, vip, owner, 30*time.Second)
 	})
+
+	t.Run("an address written into the status outside the pools gets no answer", func(t *testing.T) {
+		// On the segment, but past the pool's eight addresses.
+		in, outside := netlab.L2VIP(netlab.IPv4, 4), []netip.Addr{netlab.L2VIP(netlab.IPv4, 8), netlab.L2VIP(netlab.IPv6, 8)}
+		var watches []*netlab.ReplyWatch
+		for _, a := range outside {
+			w, err := lab.WatchARPReplies(context.Background(), a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			watches = append(watches, w)
+		}
+		setIngress(t, svc, append([]netip.Addr{in}, outside...))
+		// The agents followed the write: the new address in the pool is
+		// answered.
+		lab.WaitClientMAC(t, in, netlab.L2Owner(in, all), 30*time.Second)
+		for _, a := range outside {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			err := lab.ClientPing(ctx, a)
+			cancel()
+			if err == nil {
+				t.Errorf("%s answers a ping", a)
+			}
+		}
+		for i, w := range watches {
+			if r := w.Replies(); len(r) > 0 {
+				t.Errorf("%s was answered on the segment: %v", outside[i], r)
+			}
+		}
+		setIngress(t, svc, vips)
+	})
 }
 
 // l2Fault is where a fault test of vip starts: the node answering for it

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -83,7 +84,7 @@ func threadsCPU(pid int) (time.Duration, bool) {
 	}
 	var sum time.Duration
 	for _, task := range tasks {
-		b, err := os.ReadFile(dir + "/" + task.Name() + "/schedstat")
+		b, err := os.ReadFile(filepath.Join(dir, task.Name(), "schedstat")) //nolint:gosec // under /proc/PID/task
 		if errors.Is(err, os.ErrNotExist) && task.Name() != strconv.Itoa(pid) {
 			continue // a thread that exited while the list was read
 		}

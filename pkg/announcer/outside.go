@@ -1,0 +1,32 @@
+package announcer
+
+import "sync/atomic"
+
+// outsidePools counts the Services' status addresses an announcer leaves
+// out because Options.Addresses refuses them (in no pool its protocol
+// serves). The map is the run loop's; the total may be read at any time.
+type outsidePools struct {
+	byService map[string]int
+	total     atomic.Int64
+}
+
+// set records that key's Service has n addresses left out.
+func (o *outsidePools) set(key string, n int) {
+	old := o.byService[key]
+	if old == n {
+		return
+	}
+	if n == 0 {
+		delete(o.byService, key)
+	} else {
+		if o.byService == nil {
+			o.byService = map[string]int{}
+		}
+		o.byService[key] = n
+	}
+	o.total.Add(int64(n - old))
+}
+
+// OutsidePools is how many addresses of the Services' status the announcer
+// leaves out now: in no pool that its protocol announces.
+func (a *Announcer) OutsidePools() int { return int(a.outside.total.Load()) }
