@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -143,6 +144,14 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Servic
 			for _, ip := range c.lb.alloc.OutsidePools(ips) {
 				c.eventf(svc, v1.EventTypeWarning, ReasonAddressOutsidePools,
 					"Address %s is in no configured pool: the Service keeps it, but nothing announces it. Add a pool that holds it (autoAssign: false keeps other Services off it), or delete the Service or name a pool with %s to move it", ip, poolAnnotation.Name())
+			}
+			// Written into the status by someone else, and not kept: the
+			// status is put back, and nothing announced it meanwhile.
+			for _, ip := range c.lb.alloc.OutsidePools(statusIPs(svc)) {
+				if !slices.Contains(ips, ip) {
+					c.eventf(svc, v1.EventTypeWarning, ReasonAddressOutsidePools,
+						"Address %s was written into the status, but it is in no configured pool: it is not announced, and the status is set back to %v", ip, ips)
+				}
 			}
 			c.checkCommunities(svc, ips)
 			klog.FromContext(ctx).V(2).Info("Allocated LoadBalancer addresses", "service", klog.KObj(svc), "addresses", ips)

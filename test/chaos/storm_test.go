@@ -131,6 +131,13 @@ func (tr *tracker) problems() string {
 	return fmt.Sprintf("changed: %v; held twice: %v", tr.changed, tr.dups)
 }
 
+// currentIPs are the addresses a Service's status shows now, comma-separated.
+func (tr *tracker) currentIPs(name string) string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.current[name]
+}
+
 // firstIP is the first address a Service showed.
 func (tr *tracker) firstIP(name string) string {
 	tr.mu.Lock()

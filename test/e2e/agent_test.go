@@ -230,9 +230,10 @@ func TestNodeAgents(t *testing.T) {
 		svc := framework.CreateLoadBalancer(t, client, ns, "outside")
 		ovip := waitVIPs(t, ns, "outside", 1)[0]
 		waitRoute(t, lab, ovip, hops...)
-		setIngress(t, svc, []netip.Addr{outsideAddr})
-		// The agents followed the write: the old address is withdrawn.
-		waitRoute(t, lab, ovip)
-		stayWithout(t, lab, outsideAddr)
+		// The leader sets the status back; meanwhile the agents, which
+		// follow every write, must not announce it.
+		setIngress(t, svc, []netip.Addr{writtenAddr})
+		stayWithout(t, lab, writtenAddr)
+		waitRoute(t, lab, ovip, hops...)
 	})
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,38 +15,62 @@ import (
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
 
-// outsideAddr is in none of the tests' pools: whoever writes it into a
-// Service's status must not make the cluster announce it.
-var outsideAddr = netip.MustParseAddr("198.18.99.99")
+// outsideAddr and writtenAddr are in none of the tests' pools: whoever
+// writes them into a Service's status must not make the cluster announce
+// them.
+var (
+	outsideAddr = netip.MustParseAddr("198.18.99.99")
+	writtenAddr = netip.MustParseAddr("198.18.99.98")
+)
 
-// TestOnlyPoolAddressesAreAnnounced writes an address in no pool into a
-// served Service's status, as anyone allowed to write services/status
-// could: the replica withdraws the Service's old address (so it followed
-// the write) and never announces the new one to BIRD or FRR; the leader
-// warns on the Service, its Announced condition says why, and the replica's
-// metric counts the address.
+// TestOnlyPoolAddressesAreAnnounced: a Service left by another
+// implementation with an address in no pool keeps it, but no replica
+// announces it to BIRD or FRR; the leader warns on the Service, its
+// Announced condition says why and the replica's metric counts it. An
+// address in no pool written over a served Service's own (as anyone allowed
+// to write services/status could) is never announced either: the leader
+// warns and sets the status back, and the own address is routed again.
 func TestOnlyPoolAddressesAreAnnounced(t *testing.T) {
 	eachRouter(t, 1, func(t *testing.T, lab *netlab.Lab, router netlab.RouterKind) {
+		ns := framework.NewNamespace(t, client, framework.NamespaceName(t), framework.ReleaseServices(30*time.Second))
+		// Before the replica starts, as a migration leaves it.
+		adopted := framework.CreateLoadBalancer(t, client, ns, "adopted")
+		setIngress(t, adopted, []netip.Addr{outsideAddr})
 		ccm := startReplica(t, lab, 0, "e2e-outside-"+strings.ToLower(string(router)), "198.18.104.0/24", "2001:db8:104::/120")
 		waitEstablished(t, lab, sessionTimeout, lab.SpeakerAddrs(netlab.IPv4)[0])
-		ns := framework.NewNamespace(t, client, framework.NamespaceName(t), framework.ReleaseServices(30*time.Second))
 		svc := framework.CreateLoadBalancer(t, client, ns, "web")
 		vip := waitVIPs(t, ns, "web", 1)[0]
 		waitRoute(t, lab, vip, lab.NodeAddrs(netlab.IPv4)...)
 
-		setIngress(t, svc, []netip.Addr{outsideAddr})
-		waitRoute(t, lab, vip)
+		framework.WaitObjectEvent(t, client, ns, "adopted", "AddressOutsidePools", 30*time.Second)
+		framework.WaitServiceCondition(t, client, ns, "adopted", svcstatus.TypeAnnounced, metav1.ConditionFalse, svcstatus.ReasonOutsidePools, 30*time.Second)
 		stayWithout(t, lab, outsideAddr)
-		framework.WaitObjectEvent(t, client, ns, "web", "AddressOutsidePools", 30*time.Second)
-		framework.WaitServiceCondition(t, client, ns, "web", svcstatus.TypeAnnounced, metav1.ConditionFalse, svcstatus.ReasonOutsidePools, 30*time.Second)
 		m, err := cp.Metrics(context.Background(), ccm)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := "metal_ccm_addresses_outside_pools 1"; !strings.Contains(m, want) {
-			t.Errorf("/metrics lacks %s", want)
+		if v, ok := metricValue(m, "metal_ccm_addresses_outside_pools"); !ok || v < 1 {
+			t.Errorf("metal_ccm_addresses_outside_pools = %v (found %v), want at least 1", v, ok)
 		}
-		// Still never announced once the leader has seen and kept it.
-		stayWithout(t, lab, outsideAddr)
+
+		setIngress(t, svc, []netip.Addr{writtenAddr})
+		framework.WaitObjectEvent(t, client, ns, "web", "AddressOutsidePools", 30*time.Second)
+		stayWithout(t, lab, writtenAddr)
+		if got := waitVIPs(t, ns, "web", 1)[0]; got != vip {
+			t.Errorf("the status shows %s, want %s set back", got, vip)
+		}
+		waitRoute(t, lab, vip, lab.NodeAddrs(netlab.IPv4)...)
 	})
+}
+
+// metricValue is the value of the metric without labels named name in the
+// text of a /metrics page.
+func metricValue(page, name string) (float64, bool) {
+	for _, line := range strings.Split(page, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
 }
