@@ -55,18 +55,31 @@ func NewNamespace(t testing.TB, cs kubernetes.Interface, name string, opts ...Na
 	t.Cleanup(func() {
 		ctx := context.Background()
 		if o.release > 0 {
-			deleteServices(ctx, t, cs, name)
-			err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, o.release, true, func(ctx context.Context) (bool, error) {
-				l, err := cs.CoreV1().Services(name).List(ctx, metav1.ListOptions{})
-				return err == nil && len(l.Items) == 0, nil
-			})
-			if err != nil {
-				t.Errorf("the Services of %s were not released: %v", name, err)
-			}
+			releaseServices(ctx, t, cs, name, o.release)
 		}
 		_ = cs.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
 	})
 	return name
+}
+
+// ReleaseAtEnd is ReleaseServices for a namespace made before the CCM
+// started (to hold what the CCM must find at its start): called after
+// starting the CCM, its cleanup runs while the CCM still runs.
+func ReleaseAtEnd(t testing.TB, cs kubernetes.Interface, name string, timeout time.Duration) {
+	t.Cleanup(func() { releaseServices(context.Background(), t, cs, name, timeout) })
+}
+
+// releaseServices deletes the namespace's Services and waits, up to
+// timeout, until they are gone (released by the CCM).
+func releaseServices(ctx context.Context, t testing.TB, cs kubernetes.Interface, name string, timeout time.Duration) {
+	deleteServices(ctx, t, cs, name)
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		l, err := cs.CoreV1().Services(name).List(ctx, metav1.ListOptions{})
+		return err == nil && len(l.Items) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("the Services of %s were not released: %v", name, err)
+	}
 }
 
 // EnsureNamespace creates namespace name unless it exists.
