@@ -27,6 +27,11 @@ func (o *outsidePools) set(key string, n int) {
 	o.total.Add(int64(n - old))
 }
 
+// Resync makes the announcer look at every Service again, as after a node
+// change: for an Options.Addresses whose answer changed (a config reload
+// that changed the pools).
+func (a *Announcer) Resync() { a.nodesChanged() }
+
 // OutsidePools is how many addresses of the Services' status the announcer
 // leaves out now: in no pool that its protocol announces.
 func (a *Announcer) OutsidePools() int { return int(a.outside.total.Load()) }

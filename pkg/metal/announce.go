@@ -3,6 +3,7 @@ package metal
 import (
 	"context"
 	"fmt"
+	"net/netip"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,7 +58,7 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface, 
 		// theirs to announce.
 		rec := announcer.Record(bs)
 		ann := announcer.New(inf, rec, c.wantsLoadBalancer, announcer.Options{
-			Addresses:    cfg.LoadBalancer.Announcer(config.ProtocolBGP),
+			Addresses:    c.announcesNow(config.ProtocolBGP),
 			PodRoutes:    cfg.Routes.Enabled,
 			PodNextHop:   cfg.Routes.NextHopAddressType,
 			MaxNextHops:  cfg.BGP.MaxPathsPerAddress,
@@ -74,7 +75,7 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface, 
 		// status shows it). Each agent checks its own node's health.
 		rec := announcer.Record(nil)
 		ann := announcer.New(inf, rec, c.wantsLoadBalancer, announcer.Options{MaxNextHops: announcer.MaxNextHops,
-			Addresses: cfg.LoadBalancer.Announcer(config.ProtocolBGP)})
+			Addresses: c.announcesNow(config.ProtocolBGP)})
 		c.announced.Store(&announced{paths: rec, synced: ann.Synced, outside: ann.OutsidePools, nodes: factory.Core().V1().Nodes().Lister(), fromNodes: true})
 		runs = append(runs, ann.Run)
 	}
@@ -86,6 +87,14 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface, 
 		go run(ctx)
 	}
 	return nil
+}
+
+// announcesNow is config.LoadBalancer.Announcer over the config of the
+// moment: a replica's BGP announcements follow a reload's pools (allocation
+// does at once; the reload resyncs the announcer), where the node agents'
+// follow their start's.
+func (c *Cloud) announcesNow(proto config.Protocol) func(netip.Addr) bool {
+	return func(addr netip.Addr) bool { return c.state.Load().cfg.LoadBalancer.Announces(addr, proto) }
 }
 
 // StopInEveryReplica stops the backends of a replica that is about to exit,

@@ -115,11 +115,15 @@ func (c *Cloud) Reload(data []byte) error {
 	if !reflect.DeepEqual(old.cfg.HealthChecks, cfg.HealthChecks) {
 		later = append(later, "healthChecks")
 	}
-	// The announcers (the replicas' and the node agents') announce only the
-	// addresses of the pools they were started with: a pool's new addresses
-	// are allocated at once but announced from the next restart.
+	// The replicas' BGP announcer follows the pools at once (it looks at
+	// every Service again); the node agents announce only the addresses of
+	// the pools they were started with, and the L2 observer and the
+	// announce lists are read at start.
 	if !reflect.DeepEqual(announcedPools(old.cfg), announcedPools(cfg)) {
-		later = append(later, "loadBalancer.pools[].addresses and announce (what is announced)")
+		if ann := c.announcer.Load(); ann != nil {
+			ann.Resync()
+		}
+		later = append(later, "loadBalancer.pools[].addresses and announce (for the node agents, L2 and the announce lists; the replicas' BGP announcements follow at once)")
 	}
 	if !reflect.DeepEqual(poolPolicies(old.cfg), poolPolicies(cfg)) {
 		later = append(later, "loadBalancer.pools[].bgpAdvertisements, serviceCommunities")

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/metal-ccm/metal-ccm/test/framework"
+	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
 
 const (
@@ -57,7 +59,7 @@ func TestChaosConfigReload(t *testing.T) {
 	st := startStorm(ctx, ns, "l", n, 20*time.Second)
 
 	valid := result{fault: "config reload: a new pool, mid-storm", requests: -1, injected: 1,
-		scale: fmt.Sprintf("%d Services, 3 replicas", n), note: "applied without a restart"}
+		scale: fmt.Sprintf("%d Services, 3 replicas", n), note: "applied without a restart (allocated, and announced with the router lab)"}
 	if err := createService(ctx, inPool(ns, "wants-extra", "extra")); err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +77,14 @@ func TestChaosConfigReload(t *testing.T) {
 	} else {
 		valid.recovery = append(valid.recovery, time.Since(written))
 		valid.survived = 1
+		// The replicas announce the new pool's address without a restart.
+		if lab != nil {
+			a := netip.MustParseAddr(tr.firstIP("wants-extra"))
+			if err := lab.WaitRoute(wctx, netlab.HostPrefix(a), lab.NodeAddrs(netlab.IPv4)); err != nil {
+				t.Errorf("the new pool's address is not announced after the reload: %v", err)
+				valid.survived = 0
+			}
+		}
 	}
 	if _, err := metricsShow(wctx, rs, `metal_ccm_config_reloads_total{result="success"} 1`, "metal_ccm_config_last_reload_successful 1"); err != nil {
 		t.Error(err)
