@@ -150,7 +150,6 @@ type poolPolicy struct {
 	communities []string
 }
 
-// poolPolicies are the pools' routing policies by pool name.
 // announcedPools is each pool's addresses and protocols, as the config
 // writes them: what bounds the announcers.
 func announcedPools(cfg *config.CloudConfig) map[string][2][]string {
@@ -165,6 +164,7 @@ func announcedPools(cfg *config.CloudConfig) map[string][2][]string {
 	return out
 }
 
+// poolPolicies are the pools' routing policies by pool name.
 func poolPolicies(cfg *config.CloudConfig) map[string]poolPolicy {
 	out := map[string]poolPolicy{}
 	for _, p := range cfg.LoadBalancer.Pools {
