@@ -48,7 +48,14 @@ func TestChaosOutOfPoolStatus(t *testing.T) {
 	}
 	res := result{fault: outsideFault, requests: -1, duplicates: -1, injected: n,
 		scale: fmt.Sprintf("%d Services, 2 replicas, each status rewritten %d times, one second apart", n, prof.outsideRewrites)}
-	outside := func(i, round int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, 99, byte(1 + (i+round*n)%250)}) }
+	// 198.18.99.1 to .250, in turn: in no pool of the suite.
+	outside := func(i, round int) netip.Addr {
+		a := netip.MustParseAddr("198.18.99.0")
+		for range 1 + (i+round*n)%250 {
+			a = a.Next()
+		}
+		return a
+	}
 	announced := map[netip.Addr]bool{}
 	poll := func(round int, until time.Time) {
 		for time.Now().Before(until) {
