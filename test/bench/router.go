@@ -35,27 +35,13 @@ func (e *env) birdStats() (updates, withdraws float64, err error) {
 	return parseBirdStats(out)
 }
 
+// parseBirdStats reads the counts of the one protocol and channel of out.
 func parseBirdStats(out string) (updates, withdraws float64, err error) {
-	found := 0
-	for _, line := range strings.Split(out, "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 3 || fields[0] != "Import" {
-			continue
-		}
-		v, perr := strconv.ParseFloat(fields[2], 64)
-		switch {
-		case perr != nil:
-			continue
-		case fields[1] == "updates:":
-			updates, found = v, found+1
-		case fields[1] == "withdraws:":
-			withdraws, found = v, found+1
-		}
-	}
-	if found != 2 {
+	ps := netlab.ParseBirdProtocols(out)
+	if len(ps) != 1 || len(ps[0].ImportUpdates) != 1 || len(ps[0].ImportWithdraws) != 1 {
 		return 0, 0, fmt.Errorf("bench: router stats: no import counts in %q", out)
 	}
-	return updates, withdraws, nil
+	return ps[0].ImportUpdates[0], ps[0].ImportWithdraws[0], nil
 }
 
 // routerWatch polls the router's routes in the background until a

@@ -153,21 +153,5 @@ func (l *Lab) birdSessionStates() (map[netip.Addr]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	states := map[netip.Addr]string{}
-	for _, line := range strings.Split(out, "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 2 || fields[1] != "BGP" {
-			continue
-		}
-		addr, ok := l.Opts.peerAddr(fields[0])
-		if !ok {
-			continue
-		}
-		state := fields[3] // "start", "up", "down"
-		if len(fields) > 5 {
-			state = fields[5] // "Established", "Active", ... then details
-		}
-		states[addr] = state
-	}
-	return states, nil
+	return birdSessionStates(out, l.Opts.peerAddr), nil
 }

@@ -275,20 +275,10 @@ func testLeafSpineAnycast(t *testing.T, ls *LeafSpine) {
 
 // birdOffersAddPathRx reads `birdc show protocols all NAME` of an
 // established session: whether BIRD's own capabilities include ADD-PATH
-// with a receiving family ("ADD-PATH" then "RX: ipv4" under "Local
-// capabilities").
+// with a receiving family.
 func birdOffersAddPathRx(out string) bool {
-	local, _, _ := strings.Cut(out, "Neighbor capabilities")
-	_, after, ok := strings.Cut(local, "ADD-PATH")
-	if !ok {
-		return false
-	}
-	for _, line := range strings.Split(after, "\n") {
-		if rx, ok := strings.CutPrefix(strings.TrimSpace(line), "RX:"); ok {
-			return strings.TrimSpace(rx) != ""
-		}
-	}
-	return false
+	ps := ParseBirdProtocols(out)
+	return len(ps) == 1 && ps[0].LocalAddPathRx
 }
 
 func (f Family) name() string { return fmt.Sprintf("IPv%d", int(f)) }
