@@ -14,7 +14,8 @@ import (
 	"k8s.io/cloud-provider/app/config"
 	"k8s.io/klog/v2"
 
-	"github.com/metal-ccm/metal-ccm/pkg/metal" // registers the "metal" provider
+	"github.com/metal-ccm/metal-ccm/pkg/cachetrim"
+	// registers the "metal" provider
 )
 
 // manager is the state one run of the command shares between the upstream
@@ -57,7 +58,7 @@ func (m *manager) initializeCloud(c *config.CompletedConfig) cloudprovider.Inter
 	// drops them before they are cached. A write of an object without them
 	// keeps the server's.
 	c.SharedInformers = informers.NewSharedInformerFactoryWithOptions(c.VersionedClient, resyncPeriod(c.ComponentConfig.Generic.MinResyncPeriod.Duration),
-		informers.WithTransform(metal.TrimForCache))
+		informers.WithTransform(cachetrim.Transform))
 	if r, ok := cloud.(everyReplica); ok {
 		cs, err := c.ClientBuilder.Client("metal-cloud-provider-announcer")
 		if err == nil {

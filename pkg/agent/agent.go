@@ -9,7 +9,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/bgp"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/healthcheck"
+	"github.com/metal-ccm/metal-ccm/pkg/nodes"
 )
 
 // ErrNotNodes is returned by Run when the agent has nothing to do: the
@@ -129,7 +129,7 @@ func (a *Agent) waitNode(ctx context.Context) (*v1.Node, error) {
 			return false, nil
 		}
 		node = n
-		_, ok := internalIP(n, true)
+		_, ok := nodes.InternalIP(n, true)
 		return ok, nil
 	})
 	if err != nil {
@@ -167,17 +167,4 @@ func (a *Agent) OutsidePools() int {
 		}
 	}
 	return n
-}
-
-// dropManagedFields is an informer transform: the agent reads no
-// managedFields, nor a Node's status.images (the kubelet lists every image
-// on its node; the agent watches every Node and writes none).
-func dropManagedFields(obj any) (any, error) {
-	if m, ok := obj.(metav1.Object); ok {
-		m.SetManagedFields(nil)
-	}
-	if n, ok := obj.(*v1.Node); ok {
-		n.Status.Images = nil
-	}
-	return obj, nil
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/metal-ccm/metal-ccm/pkg/announcer"
+	"github.com/metal-ccm/metal-ccm/pkg/nodes"
 )
 
 // fakeAPI answers the agent's requests as an API server does, in JSON: a
@@ -90,7 +91,7 @@ func TestClient(t *testing.T) {
 	if err := c.Nodes.Get(ctx, "n1", n); err != nil {
 		t.Fatalf("Get node: %v", err)
 	}
-	if ip, ok := internalIP(n, true); !ok || ip.String() != "198.18.116.1" {
+	if ip, ok := nodes.InternalIP(n, true); !ok || ip.String() != "198.18.116.1" {
 		t.Errorf("node's InternalIP = %v, %v; want 198.18.116.1", ip, ok)
 	}
 	if err := c.Nodes.Get(ctx, "n2", &v1.Node{}); err == nil {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/metal-ccm/metal-ccm/pkg/announcer"
+	"github.com/metal-ccm/metal-ccm/pkg/cachetrim"
 )
 
 // informers are the announcer's informers over c, as a shared informer
@@ -33,7 +34,7 @@ func newInformer(r Resource, example runtime.Object) cache.SharedIndexInformer {
 	// EndpointSlices) writes into it.
 	inf := cache.NewSharedIndexInformerWithOptions(lw, example, cache.SharedIndexInformerOptions{Indexers: cache.Indexers{}})
 	// Fails only once the informer runs, and it runs after this.
-	_ = inf.SetTransform(dropManagedFields)
+	_ = inf.SetTransform(cachetrim.Transform)
 	return inf
 }
 

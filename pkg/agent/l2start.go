@@ -14,6 +14,7 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	l2resp "github.com/metal-ccm/metal-ccm/pkg/l2"
 	"github.com/metal-ccm/metal-ccm/pkg/l2/member"
+	"github.com/metal-ccm/metal-ccm/pkg/nodes"
 )
 
 // leaveTimeout bounds how long a stopping agent tells the others it leaves,
@@ -27,9 +28,9 @@ const leaveTimeout = time.Second
 func (a *Agent) startL2(ctx context.Context, node *v1.Node, inf announcer.Informers) (func(context.Context), error) {
 	logger := klog.FromContext(ctx)
 	cfg := &a.Config.L2
-	bind, _ := internalIP(node, true) // waitNode made sure there is one
+	bind, _ := nodes.InternalIP(node, true) // waitNode made sure there is one
 	self := []netip.Addr{bind}
-	if v6, ok := internalIP(node, false); ok {
+	if v6, ok := nodes.InternalIP(node, false); ok {
 		self = append(self, v6)
 	}
 	if err := l2resp.RaiseNetRaw(); err != nil {

@@ -3,7 +3,6 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 	"strconv"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/metal-ccm/metal-ccm/pkg/bgp"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
+	"github.com/metal-ccm/metal-ccm/pkg/nodes"
 )
 
 // Errors of the agent's BGP config.
@@ -40,7 +40,7 @@ func speakerConfig(cfg *config.CloudConfig, n *v1.Node) (bgp.Config, error) {
 			out.ASN = uint32(asn)
 		}
 	}
-	id, ok := internalIP(n, true)
+	id, ok := nodes.InternalIP(n, true)
 	if !ok {
 		return bgp.Config{}, fmt.Errorf("node %s: %w", n.Name, ErrNoIPv4)
 	}
@@ -58,19 +58,6 @@ func speakerConfig(cfg *config.CloudConfig, n *v1.Node) (bgp.Config, error) {
 		out.Peers = append(out.Peers, peer)
 	}
 	return out, nil
-}
-
-// internalIP is the node's first InternalIP of a family.
-func internalIP(n *v1.Node, v4 bool) (netip.Addr, bool) {
-	for _, a := range n.Status.Addresses {
-		if a.Type != v1.NodeInternalIP {
-			continue
-		}
-		if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Unmap().Is4() == v4 {
-			return ip.Unmap(), true
-		}
-	}
-	return netip.Addr{}, false
 }
 
 // restartTime is an agent's graceful-restart time: at most its hold time.

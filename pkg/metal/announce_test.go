@@ -6,9 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 )
 
@@ -42,27 +39,5 @@ bgp:
 	}
 	if p1.GracefulRestart || len(p1.Deny) != 1 || p1.Deny[0].String() != "198.19.0.0/16" {
 		t.Errorf("peer 1: %+v", p1)
-	}
-}
-
-func TestTrimForCache(t *testing.T) {
-	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
-	out, err := TrimForCache(svc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := out.(*v1.Service); got.ManagedFields != nil || got.Name != "s" {
-		t.Errorf("after the transform: %+v", got.ObjectMeta)
-	}
-	if _, err := TrimForCache("not an object"); err != nil {
-		t.Errorf("a non-object: %v", err)
-	}
-	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: v1.NodeStatus{
-		Images:    []v1.ContainerImage{{Names: []string{"registry.example/app:1"}, SizeBytes: 1}},
-		Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "198.18.0.1"}},
-	}}
-	out, _ = TrimForCache(node)
-	if got := out.(*v1.Node); got.Status.Images != nil || len(got.Status.Addresses) != 1 {
-		t.Errorf("node after the transform: %+v", got.Status)
 	}
 }

@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
-	"strconv"
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 
 	"github.com/metal-ccm/metal-ccm/pkg/bgp"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
+	"github.com/metal-ccm/metal-ccm/pkg/nodes"
 )
 
 // ErrNoRouterID is returned when bgp.routerID is unset and no IPv4 peer gives one.
@@ -114,7 +113,7 @@ func speakerConfig(b *config.BGP, r *config.Routes) (bgp.Config, error) {
 }
 
 // routerIDFor is the source address toward the first IPv4 peer: the local
-// address of a UDP socket connected to it (no packet is sent).
+// address toward it (nodes.SourceToward: no packet is sent).
 func routerIDFor(peers []bgp.Peer) (netip.Addr, error) {
 	for _, p := range peers {
 		if !p.Address.Is4() {
@@ -123,12 +122,10 @@ func routerIDFor(peers []bgp.Peer) (netip.Addr, error) {
 		if p.LocalAddress.IsValid() {
 			return p.LocalAddress, nil
 		}
-		conn, err := net.Dial("udp4", net.JoinHostPort(p.Address.String(), strconv.Itoa(int(p.Port))))
+		local, err := nodes.SourceToward(netip.AddrPortFrom(p.Address, p.Port))
 		if err != nil {
-			return netip.Addr{}, fmt.Errorf("derive BGP router ID toward %s: %w", p.Address, err)
+			return netip.Addr{}, fmt.Errorf("derive BGP router ID: %w", err)
 		}
-		local := conn.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
-		_ = conn.Close()
 		return local, nil
 	}
 	return netip.Addr{}, ErrNoRouterID

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/l2/elect"
 	"github.com/metal-ccm/metal-ccm/pkg/l2/member"
+	"github.com/metal-ccm/metal-ccm/pkg/nodes"
 )
 
 // l2Recheck bounds how long a change the observer was not told of (a
@@ -106,8 +106,8 @@ func (o *l2Observer) localAddress(ctx context.Context) (netip.Addr, error) {
 	for {
 		list, _ := o.nodes.List(labels.Everything())
 		for _, n := range list {
-			if ip, ok := elect.InternalIPv4(n); ok {
-				return sourceToward(ip)
+			if ip, ok := nodes.InternalIP(n, true); ok {
+				return nodes.SourceToward(netip.AddrPortFrom(ip, 9))
 			}
 		}
 		select {
@@ -116,17 +116,6 @@ func (o *l2Observer) localAddress(ctx context.Context) (netip.Addr, error) {
 		case <-time.After(time.Second):
 		}
 	}
-}
-
-// sourceToward is the kernel's source address for packets to dst (a UDP
-// "connection" sends nothing).
-func sourceToward(dst netip.Addr) (netip.Addr, error) {
-	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(dst, 9)))
-	if err != nil {
-		return netip.Addr{}, fmt.Errorf("no route to the nodes for the L2 membership: %w", err)
-	}
-	defer func() { _ = c.Close() }()
-	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap(), nil
 }
 
 // run joins, then recomputes the owners on every change until ctx ends,

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/metal-ccm/metal-ccm/pkg/announcer"
+	"github.com/metal-ccm/metal-ccm/pkg/cachetrim"
 )
 
 // With bgp.announceFrom Nodes each node's agent announces its own pod
@@ -83,8 +84,8 @@ type agentWatch struct {
 func startAgentWatch(ctx context.Context, cs kubernetes.Interface, namespace string, hopType v1.NodeAddressType) *agentWatch {
 	podFactory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = AgentPodSelector }),
-		informers.WithTransform(TrimForCache))
-	nodeFactory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(TrimForCache))
+		informers.WithTransform(cachetrim.Transform))
+	nodeFactory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(cachetrim.Transform))
 	if hopType == "" {
 		hopType = v1.NodeInternalIP
 	}

@@ -114,23 +114,9 @@ func Seeds(list []*v1.Node, alive []member.Member, selects func(labels.Set) bool
 		if seen[n.Name] || !selects(labels.Set(n.Labels)) {
 			continue
 		}
-		if a, ok := InternalIPv4(n); ok && !slices.Contains(self, a) {
+		if a, ok := nodes.InternalIP(n, true); ok && !slices.Contains(self, a) {
 			out = append(out, netip.AddrPortFrom(a, port))
 		}
 	}
 	return out
-}
-
-// InternalIPv4 is the node's first IPv4 InternalIP: where its agent's
-// membership listens.
-func InternalIPv4(n *v1.Node) (netip.Addr, bool) {
-	for _, a := range n.Status.Addresses {
-		if a.Type != v1.NodeInternalIP {
-			continue
-		}
-		if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Unmap().Is4() {
-			return ip.Unmap(), true
-		}
-	}
-	return netip.Addr{}, false
 }
