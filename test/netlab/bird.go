@@ -100,10 +100,6 @@ func channel(f Family) string {
 	return "ipv4"
 }
 
-// startBird writes the config and runs BIRD in the router namespace until its
-// control socket answers.
-func (l *Lab) startBird() error { return l.runBird(l.birdConfig()) }
-
 // runBird writes conf as BIRD's config and runs BIRD in l's router
 // namespace until its control socket answers; its PID stays in l, whose
 // Close stops it.
@@ -147,11 +143,48 @@ func (l *Lab) Birdc(args ...string) (string, error) {
 	return output(birdcPath, append([]string{"-s", l.BirdSocket()}, args...)...)
 }
 
-// birdSessionStates reads the BGP protocols' states from birdc.
-func (l *Lab) birdSessionStates() (map[netip.Addr]string, error) {
-	out, err := l.Birdc("show", "protocols")
+// birdRouter is BIRD 2 as a lab's router: one process, l.bird.
+type birdRouter struct {
+	l   *Lab
+	cfg routerConfig
+}
+
+func (r *birdRouter) config() (string, error) { return r.cfg.bird(), nil }
+
+// prepareLinks: BIRD needs nothing beyond the lab's addresses.
+func (r *birdRouter) prepareLinks(...string) error { return nil }
+
+func (r *birdRouter) start() error { return r.l.runBird(r.cfg.bird()) }
+
+func (r *birdRouter) stop() { r.l.stopBird() }
+
+func (r *birdRouter) pid() int {
+	if r.l.bird == nil {
+		return 0
+	}
+	return r.l.bird.PID()
+}
+
+func (r *birdRouter) log() string { return readLog("bird", r.l.birdLogPath()) }
+
+// sessionStates reads the BGP protocols' states from birdc.
+func (r *birdRouter) sessionStates() (map[netip.Addr]string, error) {
+	out, err := r.l.Birdc("show", "protocols")
 	if err != nil {
 		return nil, err
 	}
-	return birdSessionStates(out, l.Opts.peerAddr), nil
+	return birdSessionStates(out, r.cfg.peerAddr), nil
 }
+
+func (r *birdRouter) paths(prefix netip.Prefix) ([]Path, error) {
+	out, err := r.l.Birdc("show", "route", prefix.String(), "all")
+	if err != nil {
+		if strings.Contains(out, "Network not found") {
+			return nil, nil // birdc's answer (and exit code 1) for no route
+		}
+		return nil, fmt.Errorf("%w: %s", err, out)
+	}
+	return parseBirdPaths(out, r.cfg.peerAddr)
+}
+
+func (r *birdRouter) routeProto() string { return "bird" }

@@ -78,10 +78,8 @@ func (l *Lab) build() error {
 			return err
 		}
 	}
-	steps := []func() error{l.buildRouter, l.buildClient, l.buildHost}
-	if l.Opts.Router == RouterFRR {
-		steps = append(steps, l.frrLinkLocal)
-	}
+	steps := []func() error{l.buildRouter, l.buildClient, l.buildHost,
+		func() error { return l.rt.prepareLinks(bridgeName) }}
 	for i := range l.Nodes {
 		steps = append(steps, func() error { return l.buildNode(i) })
 	}
@@ -90,7 +88,7 @@ func (l *Lab) build() error {
 			return err
 		}
 	}
-	return l.startRouter()
+	return l.rt.start()
 }
 
 func (l *Lab) addNamespace(ns string) error { return addNamespace(&l.mu, &l.namespaces, ns) }
@@ -136,7 +134,7 @@ func defaultRouteArgs(gw netip.Addr) []string {
 
 // configureLink gives dev in ns ("" = host) the addresses and brings it up,
 // without IPv6 link-local addresses (every address stays in the lab ranges;
-// an FRR router is the one exception, see frrLinkLocal).
+// an FRR router is the one exception, see frrRouter.prepareLinks).
 func configureLink(ns, dev string, addrs ...netip.Addr) error {
 	cmds := [][]string{{"link", "set", "dev", dev, "addrgenmode", "none"}}
 	for _, a := range addrs {

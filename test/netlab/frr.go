@@ -85,26 +85,6 @@ func (l *Lab) vtyshTo(daemon string, commands ...string) (string, error) {
 	return output(vtyshPath, args...)
 }
 
-// frrLinkLocal gives the router's segment interface an IPv6 link-local
-// address: bgpd brings up no IPv6 session without one on the interface of
-// the session address ("nexthop_set failed"; the session address on the
-// loopback as well does not do), and the lab's links have none (addrgenmode
-// none). It is the lab's only address outside its ranges: link-local, as
-// every IPv6 link has by default, never routed and never a test's target.
-func (l *Lab) frrLinkLocal() error {
-	return ipn(l.Router, "-6", "addr", "add", "fe80::1/64", "dev", bridgeName, "nodad")
-}
-
-// startFRR writes the configs and runs zebra, then bgpd, in the router
-// namespace, each until it answers on its vty socket.
-func (l *Lab) startFRR() error {
-	conf, err := l.frrConfig()
-	if err != nil {
-		return err
-	}
-	return l.runFRR(conf, len(l.Opts.peers(IPv4))+len(l.Opts.peers(IPv6)))
-}
-
 // runFRR writes bgpd's config conf (with zebra's defaults) into FRRDir and
 // runs zebra, then bgpd, in l's router namespace, each until it answers on
 // its vty socket, and bgpd until it has at least wantSessions neighbours
@@ -259,15 +239,6 @@ func (l *Lab) frrLog() string {
 		fmt.Fprintf(&b, "=== %s ===\n%s\n", d, readLog(d, l.frrLogPath(d)))
 	}
 	return b.String()
-}
-
-// frrSessionStates reads the sessions' states from bgpd.
-func (l *Lab) frrSessionStates() (map[netip.Addr]string, error) {
-	out, err := l.Vtysh("show bgp neighbors json")
-	if err != nil {
-		return nil, err
-	}
-	return parseFRRNeighbors([]byte(out))
 }
 
 // parseFRRNeighbors reads `show bgp neighbors json`: an object keyed by

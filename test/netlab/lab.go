@@ -118,8 +118,8 @@ func (o *Options) defaults() error {
 	if o.Router == "" {
 		o.Router = RouterBIRD
 	}
-	if o.Router != RouterBIRD && o.Router != RouterFRR {
-		return fmt.Errorf("router %q is neither %q nor %q", o.Router, RouterBIRD, RouterFRR)
+	if !slices.Contains(RouterKinds, o.Router) {
+		return fmt.Errorf("router %q is none of %q", o.Router, RouterKinds)
 	}
 	if o.SecondRouter && o.Router != RouterBIRD {
 		return fmt.Errorf("a second router address needs %q", RouterBIRD)
@@ -203,6 +203,7 @@ type Lab struct {
 	mu         sync.Mutex
 	namespaces []string // created, in order
 	links      []string // host links created
+	rt         router   // the daemon; its processes are the three below
 	bird       *framework.Process
 	zebra      *framework.Process
 	bgpd       *framework.Process
@@ -265,6 +266,7 @@ func Start(opts Options) (*Lab, error) {
 		return nil, err
 	}
 	l := &Lab{ID: id, Opts: opts, lock: lock, HostLink: "mccm" + id + "h"}
+	l.rt = newRouter(opts.Router, l, l.routerConfig())
 	prefix := "mccm-" + id + "-"
 	l.Router, l.Client = prefix+"router", prefix+"client"
 	for i := range opts.Nodes {

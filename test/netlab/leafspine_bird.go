@@ -118,29 +118,3 @@ func (ls *LeafSpine) birdSpineConfig() (string, map[string]netip.Addr) {
 	}
 	return b.String(), peers
 }
-
-// startSpine starts the spine's BIRD.
-func (ls *LeafSpine) startSpine() error {
-	conf, peers := ls.birdSpineConfig()
-	rt, err := ls.newRouter(ls.Spine, RouterBIRD, peers)
-	if err != nil {
-		return err
-	}
-	rt.conf = conf
-	return rt.startBird()
-}
-
-// startBird writes rt.conf and runs BIRD in the router's namespace until
-// its control socket answers; BIRD's PID goes into rt.lab, whose Close
-// stops it.
-func (rt *lsRouter) startBird() error { return rt.lab.runBird(rt.conf) }
-
-// birdSessionStates reads the BGP protocols' states from birdc, keyed by
-// neighbor address (as Lab.birdSessionStates).
-func (rt *lsRouter) birdSessionStates() (map[netip.Addr]string, error) {
-	out, err := rt.lab.Birdc("show", "protocols")
-	if err != nil {
-		return nil, err
-	}
-	return birdSessionStates(out, rt.peerAddr), nil
-}

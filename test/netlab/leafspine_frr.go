@@ -89,33 +89,3 @@ func (ls *LeafSpine) frrTorConfig(r int) (string, error) {
 	}
 	return b.String(), nil
 }
-
-// startTor starts ToR r's router.
-func (ls *LeafSpine) startTor(r int) error {
-	kind := ls.Opts.TorRouter[r]
-	if kind == RouterFRR {
-		conf, err := ls.frrTorConfig(r)
-		if err != nil {
-			return err
-		}
-		rt, err := ls.newRouter(ls.Tors[r], RouterFRR, nil)
-		if err != nil {
-			return err
-		}
-		rt.conf = conf
-		return rt.startFRR(2) // bgpd is ready with its two spine sessions
-	}
-	conf, peers := ls.birdTorConfig(r)
-	rt, err := ls.newRouter(ls.Tors[r], RouterBIRD, peers)
-	if err != nil {
-		return err
-	}
-	rt.conf = conf
-	return rt.startBird()
-}
-
-// startFRR runs rt's FRR (its config rt.conf) until bgpd has its
-// wantSessions configured neighbours (Lab.runFRR).
-func (rt *lsRouter) startFRR(wantSessions int) error {
-	return rt.lab.runFRR(rt.conf, wantSessions)
-}

@@ -17,23 +17,7 @@ type Path struct {
 // BGPPaths are the paths the router's BGP table holds for prefix (exactly
 // that prefix), from every speaker: what the kernel's route cannot show,
 // since two paths with the same next hop make one kernel next hop.
-func (l *Lab) BGPPaths(prefix netip.Prefix) ([]Path, error) {
-	if l.Opts.Router == RouterFRR {
-		out, err := l.frrPrefixJSON(prefix)
-		if err != nil {
-			return nil, err
-		}
-		return parseFRRPaths(out)
-	}
-	out, err := l.Birdc("show", "route", prefix.String(), "all")
-	if err != nil {
-		if strings.Contains(out, "Network not found") {
-			return nil, nil // birdc's answer (and exit code 1) for no route
-		}
-		return nil, fmt.Errorf("%w: %s", err, out)
-	}
-	return parseBirdPaths(out, l.Opts.peerAddr)
-}
+func (l *Lab) BGPPaths(prefix netip.Prefix) ([]Path, error) { return l.rt.paths(prefix) }
 
 // parseFRRPaths reads `show bgp ... PREFIX json` ({} when there is none).
 func parseFRRPaths(data []byte) ([]Path, error) {

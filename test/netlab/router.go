@@ -36,40 +36,95 @@ func (k RouterKind) Available() error {
 	return fmt.Errorf("netlab: unknown router %q", k)
 }
 
+// checkPassword refuses a TCP MD5 password that this kind's config cannot
+// carry, before a lab is built.
+func (k RouterKind) checkPassword(pw string) error {
+	if k == RouterFRR {
+		return checkFRRPassword(pw)
+	}
+	return nil
+}
+
 // RouterKind is the router this lab runs.
 func (l *Lab) RouterKind() RouterKind { return l.Opts.Router }
+
+// router is the BGP daemon of a router namespace, BIRD or FRR: the labs
+// call it and never ask which one runs. Its processes are kept in the *Lab
+// it serves (bird, zebra, bgpd), under that lab's mutex, so that Lab.Close
+// stops them whatever the topology.
+type router interface {
+	// config is the config it runs (BIRD's, or FRR bgpd's).
+	config() (string, error)
+	// prepareLinks readies the router namespace's links devs for the
+	// daemon, before it starts.
+	prepareLinks(devs ...string) error
+	// start runs the daemons with config() until they answer.
+	start() error
+	// stop stops the daemons by PID; the lab's mutex is held.
+	stop()
+	// pid is the BGP daemon's PID, or 0; the lab's mutex is held.
+	pid() int
+	// log is the daemons' output so far.
+	log() string
+	// sessionStates maps each neighbor address to its session's state,
+	// in the words both implementations use ("Established", "Active").
+	sessionStates() (map[netip.Addr]string, error)
+	// paths are the paths its BGP table holds for exactly prefix.
+	paths(prefix netip.Prefix) ([]Path, error)
+	// routeProto is the kernel protocol of the routes it installs.
+	routeProto() string
+}
+
+// routerConfig is what a lab gives its router, whichever kind runs: each
+// kind takes the parts it needs, so the lab need not ask which one it is.
+type routerConfig struct {
+	// bird and frr render the config of each kind; a router that is
+	// always of one kind (the leaf-spine's spine) leaves the other nil.
+	bird func() string
+	frr  func() (string, error)
+	// peerAddr is the neighbor address of a BIRD protocol.
+	peerAddr func(protocol string) (netip.Addr, bool)
+	// sessions: bgpd is ready once it has this many neighbours (a listen
+	// range adds more as nodes connect).
+	sessions int
+}
+
+// newRouter is the daemon of kind serving lab l with cfg.
+func newRouter(kind RouterKind, l *Lab, cfg routerConfig) router {
+	if kind == RouterFRR {
+		return &frrRouter{l: l, cfg: cfg}
+	}
+	return &birdRouter{l: l, cfg: cfg}
+}
+
+// routerConfig is the one-segment lab's: one session per speaker address
+// and node of NodePeers, per family.
+func (l *Lab) routerConfig() routerConfig {
+	return routerConfig{
+		bird: l.birdConfig, frr: l.frrConfig, peerAddr: l.Opts.peerAddr,
+		sessions: len(l.Opts.peers(IPv4)) + len(l.Opts.peers(IPv6)),
+	}
+}
 
 // routerStopGrace is how long a router daemon gets to shut down (and remove
 // its kernel routes) before SIGKILL.
 const routerStopGrace = 5 * time.Second
 
-// startRouter starts the router daemons in the router namespace and waits
-// until they answer.
-func (l *Lab) startRouter() error {
-	if l.Opts.Router == RouterFRR {
-		return l.startFRR()
-	}
-	return l.startBird()
-}
-
 // stopRouter stops the router daemons by PID; l.mu is held.
 func (l *Lab) stopRouter() {
-	l.stopBird()
-	l.stopFRR()
+	if l.rt != nil {
+		l.rt.stop()
+	}
 }
 
 // RouterPID is the PID of the running BGP daemon (bird or bgpd), or 0.
 func (l *Lab) RouterPID() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	p := l.bird
-	if l.Opts.Router == RouterFRR {
-		p = l.bgpd
-	}
-	if p == nil {
+	if l.rt == nil {
 		return 0
 	}
-	return p.PID()
+	return l.rt.pid()
 }
 
 // BirdPID is RouterPID, kept for existing callers.
@@ -86,7 +141,7 @@ func (l *Lab) RestartRouter() error {
 	}
 	l.stopRouter()
 	l.mu.Unlock()
-	if err := l.startRouter(); err != nil {
+	if err := l.rt.start(); err != nil {
 		return fmt.Errorf("netlab restart router: %w", err)
 	}
 	return nil
@@ -108,21 +163,16 @@ func (l *Lab) BirdLog() string { return l.RouterLog() }
 
 // readRouterLog reads the log files of the lab's router.
 func (l *Lab) readRouterLog() string {
-	if l.Opts.Router == RouterFRR {
-		return l.frrLog()
+	if l.rt == nil {
+		return ""
 	}
-	return readLog("bird", l.birdLogPath())
+	return l.rt.log()
 }
 
 // SessionStates maps each speaker address (and node address of NodePeers)
-// to the state of the router's BGP session with it ("Established", "Active", "Connect", ...), with the same
-// words for both routers.
-func (l *Lab) SessionStates() (map[netip.Addr]string, error) {
-	if l.Opts.Router == RouterFRR {
-		return l.frrSessionStates()
-	}
-	return l.birdSessionStates()
-}
+// to the state of the router's BGP session with it ("Established",
+// "Active", "Connect", ...), with the same words for both routers.
+func (l *Lab) SessionStates() (map[netip.Addr]string, error) { return l.rt.sessionStates() }
 
 // WaitEstablished polls until the router's sessions with all the given
 // speaker (or NodePeers node) addresses are established.
@@ -145,14 +195,6 @@ func waitEstablished(ctx context.Context, states func() (map[netip.Addr]string, 
 		}
 		return true, ""
 	})
-}
-
-// routeProto is the kernel protocol of the routes the router installs.
-func (l *Lab) routeProto() string {
-	if l.Opts.Router == RouterFRR {
-		return "bgp" // zebra installs BGP routes as proto 186
-	}
-	return "bird"
 }
 
 // poll calls check every 100ms until it reports done or ctx ends; the error

@@ -30,7 +30,7 @@ type jsonRoute struct {
 // Routes lists the routes of family f that the router's BGP daemon installed
 // in the router namespace's kernel (proto bird, or proto bgp for FRR).
 func (l *Lab) Routes(f Family) ([]Route, error) {
-	out, err := output("ip", fmt.Sprintf("-%d", f), "-n", l.Router, "-j", "route", "show", "proto", l.routeProto())
+	out, err := output("ip", fmt.Sprintf("-%d", f), "-n", l.Router, "-j", "route", "show", "proto", l.rt.routeProto())
 	if err != nil {
 		return nil, fmt.Errorf("netlab routes: %w", err)
 	}
