@@ -79,49 +79,34 @@ func (e *env) agentUnavailable() string {
 // are the only ones (every Service's address then has the agent's node
 // eligible), and deletes them after.
 func (e *env) nodeAgent(ctx context.Context, s *Scenario) error {
-	if why := e.agentUnavailable(); why != "" {
-		s.Skipped = why
-		return nil
-	}
 	names, ips := nodeSet("agent", agentBlock.Addr().Next(), e.o.AgentNodes)
 	keys := serviceKeys("bench-agent", "agent", e.o.AgentServices)
-	al, err := startAgentLab(e, agentNetNSName(), ips[0])
-	if err != nil {
-		return err
-	}
-	defer al.close()
-	began := time.Now()
-	// Deleted after, also on failure, so that the scenarios that follow
-	// see none of them (and the pool gets its addresses back).
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.o.Timeout)
-		defer cancel()
-		if err := e.deleteServices(dctx, keys); err != nil {
-			e.log.Error(err, "Deleting the agent scenario's Services")
-		}
-		if err := e.deleteNodes(dctx, names); err != nil {
-			e.log.Error(err, "Deleting the agent scenario's nodes")
-		}
-	}()
-	if _, err := e.registerNodes(ctx, names, ips, true); err != nil {
-		return err
-	}
-	if _, err := e.createServices(ctx, keys, false); err != nil {
-		return err
-	}
-	if err := e.waitInitialized(ctx, names); err != nil {
-		return err
-	}
-	if err := e.waitAddresses(ctx, keys); err != nil {
-		return err
-	}
-	s.add("setup_s", "(setup: nodes initialized and Services addressed in)", time.Since(began).Seconds(), "s")
-	// The leader then writes each Service's conditions: Service updates
-	// every agent receives, not the idle agent's own work.
-	if _, err := e.settleWithin(ctx, statusDrainMax); err != nil {
-		return err
-	}
-	r, err := e.measureAgent(ctx, al, names[0])
+	return runIdle(ctx, e, s, idleScenario[*agentLab]{
+		name: "agent", unavailable: e.agentUnavailable, nodes: names, services: keys,
+		start: func() (*agentLab, error) { return startAgentLab(e, agentNetNSName(), ips[0]) },
+		setup: func(ctx context.Context) error {
+			if _, err := e.registerNodes(ctx, names, ips, true); err != nil {
+				return err
+			}
+			if _, err := e.createServices(ctx, keys, false); err != nil {
+				return err
+			}
+			if err := e.waitInitialized(ctx, names); err != nil {
+				return err
+			}
+			return e.waitAddresses(ctx, keys)
+		},
+		setupTitle: "(setup: nodes initialized and Services addressed in)",
+		settle:     true,
+		measure: func(ctx context.Context, s *Scenario, al *agentLab) error {
+			return e.agentFigures(ctx, s, al, names[0])
+		},
+	})
+}
+
+// agentFigures measures the agent as node and adds its figures.
+func (e *env) agentFigures(ctx context.Context, s *Scenario, al *agentLab, node string) error {
+	r, err := e.measureAgent(ctx, al, node)
 	if err != nil {
 		return err
 	}
@@ -129,14 +114,7 @@ func (e *env) nodeAgent(ctx context.Context, s *Scenario) error {
 	s.add("prefixes", "paths the agent holds (metal_ccm_agent_bgp_announced_prefixes)", r.prefixes, "count")
 	s.add("rss_mib", "agent RSS at the end", mib(r.rss), "MiB").
 		atMost(agentGoalRSSMiB, fmt.Sprintf("< %d MiB", agentGoalRSSMiB), nodesScaled)
-	s.add("rss_max_mib", "agent RSS, highest sampled while idle", mib(r.rssPeak), "MiB")
-	s.add("rss_hwm_mib", "agent RSS, highest since start (VmHWM)", mib(r.hwm), "MiB")
-	s.add("rss_anon_mib", "of which anonymous (heap, stacks, runtime)", mib(r.anon), "MiB")
-	s.add("rss_file_mib", "of which file-backed (the executable's pages)", mib(r.file), "MiB")
-	if r.heapMB >= 0 {
-		s.add("heap_live_mib", "live heap after the last collection (gctrace)", r.heapMB, "MiB")
-		s.add("heap_goal_mib", "heap goal of the next collection (gctrace)", r.heapGoalMB, "MiB")
-	}
+	agentMemoryFigures(s, r)
 	s.add("cpu_pct", "agent CPU while idle, % of one core", r.cpuPct, "%").
 		atMost(agentGoalCPUPct, fmt.Sprintf("< %d%%", agentGoalCPUPct), nodesScaled)
 	s.add("sys_cpu_pct", "of which in the kernel (system time), % of one core", r.sysPct, "%")
@@ -144,7 +122,7 @@ func (e *env) nodeAgent(ctx context.Context, s *Scenario) error {
 	s.notef("one metal-node-agent as node %s, in the scenario's network namespace, idle for %s after a warm-up of %s; "+
 		"its one BGP peer is a closed port there (the speaker retries; the announcer holds its paths all the same); "+
 		"health checks off; the run's CCM, which leads, addresses the Services and announces from the replicas beside it",
-		names[0], e.o.AgentIdle, min(agentWarmup, e.o.AgentIdle))
+		node, e.o.AgentIdle, min(agentWarmup, e.o.AgentIdle))
 	return nil
 }
 

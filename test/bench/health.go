@@ -82,32 +82,24 @@ func (e *env) healthUnavailable() string {
 // with them on: their CPU and RSS, the probes sent. It runs first so that
 // its nodes are the only ones, and deletes them before the others run.
 func (e *env) healthNodes(ctx context.Context, s *Scenario) error {
-	if why := e.healthUnavailable(); why != "" {
-		s.Skipped = why
-		return nil
-	}
-	hl, err := startHealthLab(e, healthNetNSName())
-	if err != nil {
-		return err
-	}
-	defer hl.close()
 	names, ips := nodeSet("health", healthBlock.Addr().Next(), e.o.HealthNodes)
-	began := time.Now()
-	if _, err := e.registerNodes(ctx, names, ips, true); err != nil {
-		return err
-	}
-	// Deleted after, so that the scenarios that follow see none of them.
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.o.Timeout)
-		defer cancel()
-		if err := e.deleteNodes(dctx, names); err != nil {
-			e.log.Error(err, "Deleting the health scenario's nodes")
-		}
-	}()
-	if err := e.waitInitialized(ctx, names); err != nil {
-		return err
-	}
-	s.add("setup_s", "(setup: nodes initialized in)", time.Since(began).Seconds(), "s")
+	return runIdle(ctx, e, s, idleScenario[*healthLab]{
+		name: "health", unavailable: e.healthUnavailable, nodes: names,
+		start: func() (*healthLab, error) { return startHealthLab(e, healthNetNSName()) },
+		setup: func(ctx context.Context) error {
+			if _, err := e.registerNodes(ctx, names, ips, true); err != nil {
+				return err
+			}
+			return e.waitInitialized(ctx, names)
+		},
+		setupTitle: "(setup: nodes initialized in)",
+		measure:    e.measureHealthChecks,
+	})
+}
+
+// measureHealthChecks measures a replica with the checks off, then one with
+// them on, and adds their figures.
+func (e *env) measureHealthChecks(ctx context.Context, s *Scenario, hl *healthLab) error {
 	off, err := e.measureReplica(ctx, hl, false)
 	if err != nil {
 		return fmt.Errorf("checks off: %w", err)

@@ -147,45 +147,30 @@ func (e *env) l2AgentUnavailable() string {
 // address, which must give the agent's MAC. It runs before scenario 1 and
 // deletes its nodes and Services after, also on failure.
 func (e *env) l2Agent(ctx context.Context, s *Scenario) error {
-	if why := e.l2AgentUnavailable(); why != "" {
-		s.Skipped = why
-		return nil
-	}
-	began := time.Now()
-	ll, err := startL2AgentLab(e)
-	if err != nil {
-		return err
-	}
-	defer ll.close()
 	names := make([]string, e.o.L2AgentNodes)
 	for i := range names {
 		names[i] = fmt.Sprintf("l2agent-%05d", i)
 	}
 	keys := serviceKeys(l2AgentNamespace, "l2", e.o.L2AgentServices)
-	// Deleted after, also on failure, so that the scenarios that follow
-	// see none of them.
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.o.Timeout)
-		defer cancel()
-		if err := e.deleteServices(dctx, keys); err != nil {
-			e.log.Error(err, "Deleting the L2 agent scenario's Services")
-		}
-		if err := e.deleteNodes(dctx, names); err != nil {
-			e.log.Error(err, "Deleting the L2 agent scenario's nodes")
-		}
-	}()
-	if err := e.l2AgentNodes(ctx, names); err != nil {
-		return err
-	}
-	if err := e.l2AgentServices(ctx, keys); err != nil {
-		return err
-	}
-	s.add("setup_s", "(setup: namespaces, nodes, Services and their addresses in)", time.Since(began).Seconds(), "s")
-	// The leader writes each refused Service's conditions: Service updates
-	// the agent receives, not its idle work.
-	if _, err := e.settleWithin(ctx, statusDrainMax); err != nil {
-		return err
-	}
+	return runIdle(ctx, e, s, idleScenario[*l2AgentLab]{
+		name: "L2 agent", unavailable: e.l2AgentUnavailable, nodes: names, services: keys,
+		start: func() (*l2AgentLab, error) { return startL2AgentLab(e) }, timeStart: true,
+		setup: func(ctx context.Context) error {
+			if err := e.l2AgentNodes(ctx, names); err != nil {
+				return err
+			}
+			return e.l2AgentServices(ctx, keys)
+		},
+		setupTitle: "(setup: namespaces, nodes, Services and their addresses in)",
+		settle:     true,
+		measure: func(ctx context.Context, s *Scenario, ll *l2AgentLab) error {
+			return e.l2AgentFigures(ctx, s, ll, names)
+		},
+	})
+}
+
+// l2AgentFigures measures the agent as names[0] and adds its figures.
+func (e *env) l2AgentFigures(ctx context.Context, s *Scenario, ll *l2AgentLab, names []string) error {
 	r, err := e.measureL2Agent(ctx, ll, names[0])
 	if err != nil {
 		return err
@@ -195,14 +180,7 @@ func (e *env) l2Agent(ctx context.Context, s *Scenario) error {
 	s.add("resolved", "of which the client resolved to the agent's MAC, after the idle time (ARP, NDP)", float64(r.resolved), "count")
 	s.add("rss_mib", "agent RSS at the end", mib(r.rss), "MiB").
 		atMost(l2AgentGoalRSSMiB, fmt.Sprintf("< %d MiB", l2AgentGoalRSSMiB), scaled)
-	s.add("rss_max_mib", "agent RSS, highest sampled while idle", mib(r.rssPeak), "MiB")
-	s.add("rss_hwm_mib", "agent RSS, highest since start (VmHWM)", mib(r.hwm), "MiB")
-	s.add("rss_anon_mib", "of which anonymous (heap, stacks, runtime)", mib(r.anon), "MiB")
-	s.add("rss_file_mib", "of which file-backed (the executable's pages)", mib(r.file), "MiB")
-	if r.heapMB >= 0 {
-		s.add("heap_live_mib", "live heap after the last collection (gctrace)", r.heapMB, "MiB")
-		s.add("heap_goal_mib", "heap goal of the next collection (gctrace)", r.heapGoalMB, "MiB")
-	}
+	agentMemoryFigures(s, r.agentRun)
 	s.add("cpu_pct", "agent CPU while idle, % of one core", r.cpuPct, "%")
 	s.add("sys_cpu_pct", "of which in the kernel (system time), % of one core", r.sysPct, "%")
 	s.add("start_s", "agent started until it answered for every address", r.startup.Seconds(), "s")
