@@ -52,7 +52,7 @@ func (c *collector) DescribeWithStability(ch chan<- *metrics.Desc) {
 func (c *collector) CollectWithStability(ch chan<- metrics.Metric) {
 	for _, p := range c.agent.Sessions() {
 		up := 0.0
-		if p.State == "established" {
+		if p.Established() {
 			up = 1
 		}
 		ch <- metrics.NewLazyConstMetric(descSession, metrics.GaugeValue, up, p.Address.String(), p.State)

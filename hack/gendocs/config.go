@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/metal-ccm/metal-ccm/pkg/config"
 )
 
 // configDoc is the cloud-config as its Go types describe it.
@@ -206,6 +208,30 @@ func jsonName(f *ast.Field) string {
 	return name
 }
 
+// noteRestarts adds each restart field's note to its section's text or its
+// field's meaning; a restart field that names no section or field is an
+// error, so that the table and the types cannot drift apart.
+func noteRestarts(secs []configSection, restart []config.RestartField) error {
+	for _, r := range restart {
+		found := false
+		for i := range secs {
+			s := &secs[i]
+			if s.path == r.Path {
+				s.doc, found = s.doc+" "+r.Note, true
+			}
+			for j := range s.fields {
+				if f := &s.fields[j]; f.path == r.Path {
+					f.desc, found = oneLine(f.desc+" "+r.Note), true
+				}
+			}
+		}
+		if !found {
+			return fmt.Errorf("config.RestartFields: %s is not a section or field of the cloud-config", r.Path)
+		}
+	}
+	return nil
+}
+
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
@@ -213,6 +239,9 @@ func oneLine(s string) string {
 func writeConfig(b *bytes.Buffer, d *configDoc) error {
 	secs, err := d.sections()
 	if err != nil {
+		return err
+	}
+	if err := noteRestarts(secs, config.RestartFields); err != nil {
 		return err
 	}
 	for _, s := range secs {

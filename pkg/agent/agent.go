@@ -50,7 +50,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("node", a.NodeName)
 	ctx = klog.NewContext(ctx, logger)
 	cfg := a.Config
-	bgpOn := cfg.BGP.AnnounceFrom == config.AnnounceFromNodes && len(cfg.BGP.Peers) > 0
+	bgpOn := cfg.BGP.FromNodes()
 	l2On := cfg.LoadBalancer.HasProtocol(config.ProtocolL2)
 	if !bgpOn && !l2On {
 		a.idle.Store(true)

@@ -33,7 +33,7 @@ func (a *Agent) Ready() error {
 	ann := a.ann.Load()
 	if ann == nil {
 		// No BGP from this node: L2 alone, and no pod routes to wait for.
-		if a.Config.BGP.AnnounceFrom != config.AnnounceFromNodes || len(a.Config.BGP.Peers) == 0 {
+		if !a.Config.BGP.FromNodes() {
 			return nil
 		}
 		return ErrStarting

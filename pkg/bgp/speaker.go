@@ -61,11 +61,17 @@ type PeerState struct {
 	Name    string
 	Address netip.Addr
 	// State is the BGP FSM state in lower case: "idle", "connect",
-	// "active", "opensent", "openconfirm" or "established".
+	// "active", "opensent", "openconfirm" or StateEstablished.
 	State string
 	// Uptime is how long the session has been established (0 otherwise).
 	Uptime time.Duration
 }
+
+// StateEstablished is the State of a session that is up.
+const StateEstablished = "established"
+
+// Established reports whether the session is up.
+func (p PeerState) Established() bool { return p.State == StateEstablished }
 
 // New validates cfg and returns a speaker that is not started yet.
 func New(cfg Config) (*Speaker, error) {
@@ -451,7 +457,7 @@ func peerState(p *api.Peer) (PeerState, bool) {
 	if st.State == "" {
 		st.State = "idle"
 	}
-	if up := p.GetTimers().GetState().GetUptime(); st.State == "established" && up != nil {
+	if up := p.GetTimers().GetState().GetUptime(); st.State == StateEstablished && up != nil {
 		st.Uptime = time.Since(up.AsTime())
 	}
 	return st, true
@@ -465,7 +471,7 @@ var sessionStates = map[api.PeerState_SessionState]string{
 	api.PeerState_SESSION_STATE_ACTIVE:      "active",
 	api.PeerState_SESSION_STATE_OPENSENT:    "opensent",
 	api.PeerState_SESSION_STATE_OPENCONFIRM: "openconfirm",
-	api.PeerState_SESSION_STATE_ESTABLISHED: "established",
+	api.PeerState_SESSION_STATE_ESTABLISHED: StateEstablished,
 }
 
 // fsmStates are the names of GoBGP's FSM states, as PeerState has them.
@@ -475,7 +481,7 @@ var fsmStates = map[bgp.FSMState]string{
 	bgp.BGP_FSM_ACTIVE:      "active",
 	bgp.BGP_FSM_OPENSENT:    "opensent",
 	bgp.BGP_FSM_OPENCONFIRM: "openconfirm",
-	bgp.BGP_FSM_ESTABLISHED: "established",
+	bgp.BGP_FSM_ESTABLISHED: StateEstablished,
 }
 
 // peerStateLogger logs session changes: reaching and leaving established at
@@ -503,7 +509,7 @@ func peerStateLogger(logger logr.Logger) func(*apiutil.WatchEventMessage_PeerEve
 			return
 		}
 		l := logger.V(4)
-		if state == "established" || prev == "established" {
+		if state == StateEstablished || prev == StateEstablished {
 			l = logger
 		}
 		l.Info("BGP session state changed", "peer", addr, "state", state, "previous", prev)

@@ -107,3 +107,11 @@ func (lb *LoadBalancer) PoolOf(addr netip.Addr) *Pool {
 	}
 	return nil
 }
+
+// FromNodes reports whether the node agents announce over BGP: peers, with
+// announceFrom Nodes.
+func (b *BGP) FromNodes() bool { return len(b.Peers) > 0 && b.AnnounceFrom == AnnounceFromNodes }
+
+// FromReplicas reports whether the replicas announce over BGP: peers, with
+// announceFrom Replicas.
+func (b *BGP) FromReplicas() bool { return len(b.Peers) > 0 && b.AnnounceFrom != AnnounceFromNodes }

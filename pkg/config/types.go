@@ -110,12 +110,11 @@ type LoadBalancer struct {
 	// qualified name as Kubernetes takes there ("metal-ccm.io/bgp"), so
 	// that another load-balancer implementation can serve the other
 	// classes beside this one. Services of any other class are left
-	// alone. Read at start: a change waits for a restart of the replicas
-	// and the node agents. Default: none (the Services without a class are
+	// alone. Default: none (the Services without a class are
 	// served, as upstream's service controller does).
 	Class string `json:"class,omitempty"`
 	// ServeDefaultClass, with a class, also serves the Services without a
-	// class. Needs class. Read at start, as class. Default: false.
+	// class. Needs class. Default: false.
 	ServeDefaultClass bool `json:"serveDefaultClass,omitempty"`
 }
 
@@ -142,12 +141,12 @@ type Pool struct {
 	// with which attributes (communities, local preference) and whether
 	// as host routes, a covering aggregate or both; each peer gets the pool
 	// from at most one of them. Default: one advertisement to every peer,
-	// host routes without attributes. Applies at the next restart.
+	// host routes without attributes.
 	BGPAdvertisements []BGPAdvertisement `json:"bgpAdvertisements,omitempty"`
 	// ServiceCommunities are the communities (standard, well-known names or
 	// large) that a Service of the pool may add to its addresses with the
 	// metal-ccm.io/bgp-communities annotation; any other is refused with a
-	// Warning Event. Default: none. Applies at the next restart.
+	// Warning Event. Default: none.
 	ServiceCommunities []string `json:"serviceCommunities,omitempty"`
 
 	ranges             []ipam.Range    // Addresses, parsed by validation

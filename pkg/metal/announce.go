@@ -25,7 +25,7 @@ import (
 // keep the routes): StopInEveryReplica decides what they do.
 func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface, factory informers.SharedInformerFactory) error {
 	cfg := c.state.Load().cfg
-	if cfg.Routes.Enabled && cfg.BGP.AnnounceFrom == config.AnnounceFromNodes {
+	if cfg.Routes.Enabled && cfg.BGP.FromNodes() {
 		c.agentRoutes.Store(newAgentRoutes(ctx, cs, agentNamespace(), cfg.Routes.NextHopAddressType))
 	}
 	built, err := buildBackends(cfg)
@@ -33,7 +33,7 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface, 
 		return err
 	}
 	l2 := cfg.LoadBalancer.HasProtocol(config.ProtocolL2)
-	fromNodes := cfg.BGP.AnnounceFrom == config.AnnounceFromNodes && len(cfg.BGP.Peers) > 0
+	fromNodes := cfg.BGP.FromNodes()
 	if len(built) == 0 && !l2 && !fromNodes {
 		return nil
 	}

@@ -27,7 +27,7 @@ type bgpBackend struct {
 func newBGPBackend(cfg *config.CloudConfig) (backend, error) {
 	// With announceFrom Nodes the node agents announce (cmd/metal-node-agent);
 	// the replicas only allocate.
-	if len(cfg.BGP.Peers) == 0 || cfg.BGP.AnnounceFrom == config.AnnounceFromNodes {
+	if !cfg.BGP.FromReplicas() {
 		return nil, nil
 	}
 	bcfg, err := speakerConfig(&cfg.BGP, &cfg.Routes)
@@ -78,7 +78,7 @@ func (b *bgpBackend) Stop(ctx context.Context, cfg *config.CloudConfig, othersRu
 func (b *bgpBackend) Collect(ch chan<- metrics.Metric) {
 	for _, p := range b.PeerStates() {
 		up := 0.0
-		if p.State == "established" {
+		if p.Established() {
 			up = 1
 		}
 		ch <- metrics.NewLazyConstMetric(descSession, metrics.GaugeValue, up, p.Address.String(), p.State)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"reflect"
 	"time"
 
 	"k8s.io/component-base/metrics"
@@ -36,8 +35,7 @@ var (
 )
 
 // ErrRestartNeeded marks config changes that take effect only at the next
-// start (the BGP sessions, whether Routes and LoadBalancer are offered,
-// the loadBalancerClass served).
+// start (config.RestartFields).
 var ErrRestartNeeded = errors.New("takes effect at the next restart")
 
 // WatchConfig reloads the config file at path when its content changes,
@@ -80,11 +78,9 @@ func (c *Cloud) WatchConfig(ctx context.Context, path string) {
 	}
 }
 
-// Reload parses and applies a new config document. Changes of the bgp,
-// routes and healthChecks sections, of the pools' routing policy, of
-// loadBalancer.class and serveDefaultClass, and adding the first or removing
-// the last pool, are logged as needing a restart; everything else applies at
-// once.
+// Reload parses and applies a new config document. Changes of
+// config.RestartFields are logged as waiting for a restart; everything else
+// applies at once.
 func (c *Cloud) Reload(data []byte) error {
 	cfg, err := config.Parse(data)
 	if err != nil {
@@ -102,75 +98,20 @@ func (c *Cloud) Reload(data []byte) error {
 		klog.Background().Error(err, "Cannot close the replaced power-state source")
 	}
 	c.lb.alloc.SetPools(st.pools)
-	var later []string
-	// bgp.onStop is read when the replica stops: it applies at once.
-	oldBGP, newBGP := old.cfg.BGP, cfg.BGP
-	oldBGP.OnStop, newBGP.OnStop = "", ""
-	if !reflect.DeepEqual(oldBGP, newBGP) {
-		later = append(later, "bgp")
-	}
-	if !reflect.DeepEqual(old.cfg.Routes, cfg.Routes) {
-		later = append(later, "routes")
-	}
-	if !reflect.DeepEqual(old.cfg.HealthChecks, cfg.HealthChecks) {
-		later = append(later, "healthChecks")
-	}
-	// The replicas' BGP announcer follows the pools at once (it looks at
-	// every Service again); the node agents announce only the addresses of
-	// the pools they were started with, and the L2 observer and the
-	// announce lists are read at start.
-	if !reflect.DeepEqual(announcedPools(old.cfg), announcedPools(cfg)) {
-		if ann := c.announcer.Load(); ann != nil {
-			ann.Resync()
+	changed := config.ChangedAtRestart(old.cfg, cfg)
+	later := make([]string, 0, len(changed))
+	for _, f := range changed {
+		if f.Path == "loadBalancer.pools[].addresses" || f.Path == "loadBalancer.pools[].announce" {
+			// The replicas' BGP announcer follows the pools at once: it
+			// looks at every Service again.
+			if ann := c.announcer.Load(); ann != nil {
+				ann.Resync()
+			}
 		}
-		later = append(later, "loadBalancer.pools[].addresses and announce (for the node agents, L2 and the announce lists; the replicas' BGP announcements follow at once)")
-	}
-	if !reflect.DeepEqual(poolPolicies(old.cfg), poolPolicies(cfg)) {
-		later = append(later, "loadBalancer.pools[].bgpAdvertisements, serviceCommunities")
-	}
-	// The Services served: the service controller and the announcers were
-	// built with the rule of the config read at start (c.rule), and the
-	// node agents read the config only at start.
-	if cfg.LoadBalancer.Rule() != c.rule {
-		later = append(later, "loadBalancer.class and serveDefaultClass")
-	}
-	if (len(old.pools) == 0) != (len(st.pools) == 0) {
-		later = append(later, "loadBalancer.pools (offering LoadBalancer at all)")
+		later = append(later, f.Path)
 	}
 	if len(later) > 0 {
-		klog.Background().Info("Some changes of the cloud config wait for a restart", "sections", later, "reason", ErrRestartNeeded)
+		klog.Background().Info("Some changes of the cloud config wait for a restart (docs/reference/cloud-config.md says what follows at once)", "fields", later, "reason", ErrRestartNeeded)
 	}
 	return nil
-}
-
-// poolPolicy is what a pool says of its BGP announcement: read by the
-// speakers and announcers at their start.
-type poolPolicy struct {
-	ads         []config.BGPAdvertisement
-	communities []string
-}
-
-// announcedPools is each pool's addresses and protocols, as the config
-// writes them: what bounds the announcers.
-func announcedPools(cfg *config.CloudConfig) map[string][2][]string {
-	out := map[string][2][]string{}
-	for _, p := range cfg.LoadBalancer.Pools {
-		announce := make([]string, len(p.Announce))
-		for i, a := range p.Announce {
-			announce[i] = string(a)
-		}
-		out[p.Name] = [2][]string{p.Addresses, announce}
-	}
-	return out
-}
-
-// poolPolicies are the pools' routing policies by pool name.
-func poolPolicies(cfg *config.CloudConfig) map[string]poolPolicy {
-	out := map[string]poolPolicy{}
-	for _, p := range cfg.LoadBalancer.Pools {
-		if len(p.BGPAdvertisements) > 0 || len(p.ServiceCommunities) > 0 {
-			out[p.Name] = poolPolicy{p.BGPAdvertisements, p.ServiceCommunities}
-		}
-	}
-	return out
 }

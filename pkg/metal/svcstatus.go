@@ -117,7 +117,7 @@ func (c *Cloud) sessionsUp() map[string]bool {
 	}
 	up := map[string]bool{}
 	for _, p := range sp.PeerStates() {
-		if p.State == "established" {
+		if p.Established() {
 			up[p.Name] = true
 		}
 	}

@@ -1,0 +1,70 @@
+package config
+
+import "reflect"
+
+// RestartField is a part of the config that a reload does not apply
+// everywhere at once: the processes that read it at start keep their
+// start's value until they restart. The reload path logs the ones a new
+// config changes (ChangedAtRestart) and the generated reference writes Note
+// beside each, both from RestartFields, so that the two cannot disagree.
+type RestartField struct {
+	// Path is the field or section as the reference writes it.
+	Path string
+	// Note says what waits for a restart, and what follows at once.
+	Note string
+	// value is what a reload compares.
+	value func(*CloudConfig) any
+}
+
+// RestartFields are every part of the config that waits for a restart, in
+// the order the reference lists them.
+var RestartFields = []RestartField{
+	{Path: "loadBalancer.pools", Note: "Adding the first pool or removing the last (whether LoadBalancer is offered at all) waits for a restart of the replicas.",
+		value: func(c *CloudConfig) any { return len(c.LoadBalancer.Pools) > 0 }},
+	{Path: "loadBalancer.class", Note: "Read at start: a change waits for a restart of the replicas and the node agents.",
+		value: func(c *CloudConfig) any { return c.LoadBalancer.Class }},
+	{Path: "loadBalancer.serveDefaultClass", Note: "Read at start, as class.",
+		value: func(c *CloudConfig) any { return c.LoadBalancer.ServeDefaultClass }},
+	{Path: "loadBalancer.pools[].addresses", Note: "Allocation and the replicas' BGP announcements follow a reload at once; the node agents and the L2 observer follow at their next restart.",
+		value: func(c *CloudConfig) any { return poolValues(c, func(p *Pool) (any, bool) { return p.Addresses, true }) }},
+	{Path: "loadBalancer.pools[].announce", Note: "The replicas' BGP announcements follow a reload at once; the node agents and the L2 observer follow at their next restart.",
+		value: func(c *CloudConfig) any { return poolValues(c, func(p *Pool) (any, bool) { return p.Announce, true }) }},
+	{Path: "loadBalancer.pools[].bgpAdvertisements", Note: "Applies at the next restart (the speakers read it at start).",
+		value: func(c *CloudConfig) any { return poolValues(c, func(p *Pool) (any, bool) { return p.BGPAdvertisements, len(p.BGPAdvertisements) > 0 }) }},
+	{Path: "loadBalancer.pools[].serviceCommunities", Note: "Applies at the next restart (the speakers read it at start).",
+		value: func(c *CloudConfig) any { return poolValues(c, func(p *Pool) (any, bool) { return p.ServiceCommunities, len(p.ServiceCommunities) > 0 }) }},
+	{Path: "bgp", Note: "Applies at the next restart of the replicas and the node agents, except onStop, which a replica reads when it stops.",
+		value: func(c *CloudConfig) any { b := c.BGP; b.OnStop = ""; return b }},
+	{Path: "routes", Note: "Applies at the next restart.",
+		value: func(c *CloudConfig) any { return c.Routes }},
+	{Path: "healthChecks", Note: "Applies at the next restart.",
+		value: func(c *CloudConfig) any { return c.HealthChecks }},
+	{Path: "l2", Note: "Applies at the next restart of the node agents and the replicas (the L2 observer).",
+		value: func(c *CloudConfig) any { return c.L2 }},
+}
+
+// ChangedAtRestart are the RestartFields whose value differs between the
+// running config and a reloaded one.
+func ChangedAtRestart(old, updated *CloudConfig) []RestartField {
+	var out []RestartField
+	for _, f := range RestartFields {
+		if !reflect.DeepEqual(f.value(old), f.value(updated)) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// poolValues is one field of the pools, by pool name, for the pools where
+// field says it is set: a new pool without a routing policy changes no
+// speaker's policy.
+func poolValues(c *CloudConfig, field func(*Pool) (any, bool)) map[string]any {
+	out := make(map[string]any, len(c.LoadBalancer.Pools))
+	for i := range c.LoadBalancer.Pools {
+		p := &c.LoadBalancer.Pools[i]
+		if v, set := field(p); set {
+			out[p.Name] = v
+		}
+	}
+	return out
+}

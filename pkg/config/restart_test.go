@@ -1,0 +1,55 @@
+package config
+
+import (
+	"slices"
+	"testing"
+)
+
+// restartDoc is a config with the given pools' lines and extra sections.
+func restartDoc(pools, extra string) string {
+	return `
+apiVersion: metal-ccm.io/v1alpha1
+kind: CloudConfig
+loadBalancer:
+  pools:
+  - {name: a, addresses: [198.18.100.0/28]}
+` + pools + `bgp:
+  asn: 64512
+  peers: [{address: 198.18.10.1, asn: 64500}]
+` + extra
+}
+
+func TestChangedAtRestart(t *testing.T) {
+	const poolB = "  - {name: b, addresses: [198.18.101.0/28]}\n"
+	for _, tc := range []struct {
+		name     string
+		old, new string
+		want     []string
+	}{
+		{"nothing", restartDoc("", ""), restartDoc("", ""), nil},
+		{"onStop applies at once", restartDoc("", ""), restartDoc("", "  onStop: Withdraw\n"), nil},
+		{"the l2 section", restartDoc("", ""), restartDoc("", "l2:\n  interfaces: [eth1]\n"), []string{"l2"}},
+		{"a pool's protocols", restartDoc(poolB, ""), restartDoc("  - {name: b, addresses: [198.18.101.0/28], announce: [L2]}\n", ""),
+			[]string{"loadBalancer.pools[].announce"}},
+		{"a new pool", restartDoc("", ""), restartDoc(poolB, ""), []string{"loadBalancer.pools[].addresses", "loadBalancer.pools[].announce"}},
+		{"serviceStatus applies at once", restartDoc("", ""), restartDoc("", "serviceStatus:\n  writesPerSecond: 5\n"), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old, err := Parse([]byte(tc.old))
+			if err != nil {
+				t.Fatal(err)
+			}
+			updated, err := Parse([]byte(tc.new))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range ChangedAtRestart(old, updated) {
+				got = append(got, f.Path)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("ChangedAtRestart = %v; want %v", got, tc.want)
+			}
+		})
+	}
+}
