@@ -1,7 +1,6 @@
-// Command metal-node-agent runs on every node (the chart's agent DaemonSet)
-// when bgp.announceFrom is Nodes: it announces over BGP the LoadBalancer
-// addresses its own node carries, the node itself as next hop, to the peers
-// whose nodeSelector matches the node (pkg/agent). It reads Services, Nodes
+// Command metal-node-agent runs on every node (the chart's agent DaemonSet):
+// it announces the LoadBalancer addresses its own node carries, with each
+// protocol that gives the node agents work (pkg/agent). It reads Services, Nodes
 // and EndpointSlices and writes nothing; it serves /healthz and /metrics
 // over plain HTTP on a loopback address of the node.
 package main
@@ -51,7 +50,7 @@ func run() int {
 	o := &options{}
 	cmd := &cobra.Command{
 		Use:   "metal-node-agent",
-		Short: "Announces this node's LoadBalancer addresses over BGP (bgp.announceFrom: Nodes)",
+		Short: "Announces this node's LoadBalancer addresses (BGP with bgp.announceFrom Nodes, L2 for the pools announced so)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// SIGTERM ends the agent: its BGP sessions close with the
 			// process, and routers with graceful restart keep its paths

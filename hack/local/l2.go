@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/metal-ccm/metal-ccm/pkg/metal"
+	"github.com/metal-ccm/metal-ccm/pkg/annotation"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
@@ -380,7 +380,7 @@ func (r *l2Run) printHelp(ctx context.Context, cs kubernetes.Interface, vips, an
 	}
 	owners := waitL2Owners(ctx, cs, len(vips))
 	if owners != "" {
-		fmt.Printf("Answering (annotation %s): %s\n", metal.AnnotationL2Nodes, owners)
+		fmt.Printf("Answering (annotation %s): %s\n", annotation.L2Nodes, owners)
 	}
 	fmt.Printf("\nThe demo Service default/demo (the echo pods of hack/local/manifests/echo.yaml, spread over the nodes) answered the client:\n")
 	for i, vip := range vips {
@@ -438,7 +438,7 @@ func waitL2Owners(ctx context.Context, cs kubernetes.Interface, n int) string {
 		if err != nil {
 			return false, nil //nolint:nilerr // keep polling
 		}
-		got = s.Annotations[metal.AnnotationL2Nodes]
+		got = s.Annotations[annotation.L2Nodes]
 		// Every address with a node: "a=node-x,b=node-y", none "a=".
 		entries := strings.Split(got, ",")
 		if got == "" || len(entries) < n {

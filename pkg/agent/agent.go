@@ -10,49 +10,47 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 
-	"github.com/metal-ccm/metal-ccm/pkg/announcer"
-	"github.com/metal-ccm/metal-ccm/pkg/bgp"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
-	"github.com/metal-ccm/metal-ccm/pkg/healthcheck"
 	"github.com/metal-ccm/metal-ccm/pkg/nodes"
+	"github.com/metal-ccm/metal-ccm/pkg/protocol"
+	_ "github.com/metal-ccm/metal-ccm/pkg/protocol/builtin" // the protocols
 )
 
-// ErrNotNodes is returned by Run when the agent has nothing to do: the
-// replicas announce over BGP (bgp.announceFrom Replicas, or no peers) and no
-// pool is announced with L2.
-var ErrNotNodes = errors.New("bgp.announceFrom is not Nodes (or there are no bgp.peers) and no pool is announced with L2: nothing to announce from this node")
+// Errors of Run.
+var (
+	// ErrNotNodes is returned by Run when the agent has nothing to do: no
+	// protocol gives the node agents work (the replicas announce over BGP,
+	// with bgp.announceFrom Replicas or no peers, and no pool is announced
+	// with L2).
+	ErrNotNodes = errors.New("bgp.announceFrom is not Nodes (or there are no bgp.peers) and no pool is announced with L2: nothing to announce from this node")
+	// ErrNoIPv4 is returned for a node without an IPv4 InternalIP: the
+	// agents' BGP router ID and L2 membership use it.
+	ErrNoIPv4 = errors.New("node has no IPv4 InternalIP")
+)
 
 // nodeWait bounds how long the agent waits for its Node to have an IPv4
 // InternalIP (a new node registers after its agent's pod may start).
 const nodeWait = 5 * time.Minute
 
-// Agent announces its node's LoadBalancer addresses.
+// Agent announces its node's LoadBalancer addresses, with each protocol
+// (pkg/protocol) the config gives the node agents.
 type Agent struct {
 	Config   *config.CloudConfig
 	Client   *Client
 	NodeName string
 
-	speaker *bgp.Speaker
-	ann     atomic.Pointer[announcer.Announcer] // BGP; set once Run has built it
-	l2ann   atomic.Pointer[announcer.Announcer] // L2; set once Run has built it
-	l2      atomic.Pointer[l2]
-	idle    atomic.Bool // Run found nothing to announce
+	roles atomic.Pointer[[]protocol.Agent] // set once Run has built them
+	idle  atomic.Bool                      // Run found nothing to announce
 }
 
-// Run announces until ctx ends: over BGP with announceFrom Nodes, and with
-// L2 for the pools announced so. The BGP sessions are left to close with
-// the process, without a NOTIFICATION: routers with graceful restart keep
-// the node's paths through a restart of its agent (a rolling update), and
-// drop them after the restart time otherwise.
+// Run announces until ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("node", a.NodeName)
 	ctx = klog.NewContext(ctx, logger)
-	cfg := a.Config
-	bgpOn := cfg.BGP.FromNodes()
-	l2On := cfg.LoadBalancer.HasProtocol(config.ProtocolL2)
-	if !bgpOn && !l2On {
+	if !a.hasWork() {
 		a.idle.Store(true)
 		return ErrNotNodes
 	}
@@ -61,62 +59,36 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	inf := a.Client.informers()
-	var runs []func(context.Context)
-	if bgpOn {
-		ann, err := a.startBGP(ctx, node, inf)
+	env := protocol.AgentEnv{Node: node, Informers: inf, Wants: a.Config.LoadBalancer.Rule().Wants}
+	var roles []protocol.Agent
+	for _, p := range protocol.All() {
+		r, err := p.Agent(ctx, a.Config, env)
 		if err != nil {
 			return err
 		}
-		runs = append(runs, ann.Run)
-	}
-	if l2On {
-		run, err := a.startL2(ctx, node, inf)
-		if err != nil {
-			return err
+		if r != nil {
+			roles = append(roles, r)
 		}
-		runs = append(runs, run)
 	}
+	a.roles.Store(&roles)
 	stopped := runInformers(ctx, inf)
 	var wg sync.WaitGroup
-	for _, run := range runs {
-		wg.Go(func() { run(ctx) })
+	for _, r := range roles {
+		wg.Go(func() { r.Run(ctx) })
 	}
 	wg.Wait()
 	stopped.Wait()
 	return nil
 }
 
-// startBGP starts the node's BGP speaker and the announcer of the addresses
-// its node carries (pools announced with BGP), with itself as next hop.
-func (a *Agent) startBGP(ctx context.Context, node *v1.Node, inf announcer.Informers) (*announcer.Announcer, error) {
-	logger := klog.FromContext(ctx)
-	cfg := a.Config
-	bcfg, err := speakerConfig(cfg, node)
-	if err != nil {
-		return nil, err
-	}
-	if len(bcfg.Peers) == 0 {
-		logger.Info("No BGP peer selects this node (bgp.peers[].nodeSelector): nothing is announced from it")
-	}
-	a.speaker, err = bgp.New(bcfg)
-	if err != nil {
-		return nil, fmt.Errorf("BGP speaker: %w", err)
-	}
-	go func() {
-		if err := a.speaker.Start(klog.NewContext(context.WithoutCancel(ctx), logger.WithName("bgp"))); err != nil {
-			logger.Error(err, "BGP speaker stopped")
+// hasWork reports whether some protocol gives the node agents work.
+func (a *Agent) hasWork() bool {
+	for _, p := range protocol.All() {
+		if p.OnNodes(a.Config) {
+			return true
 		}
-	}()
-	opts := announcer.Options{OnlyNode: a.NodeName, Addresses: cfg.LoadBalancer.Announcer(config.ProtocolBGP), PodRoutes: cfg.Routes.Enabled, PodNextHop: cfg.Routes.NextHopAddressType, MaxNextHops: 1,
-		Communities: bgp.AnnouncedCommunities(&cfg.LoadBalancer)}
-	if hc, on := healthcheck.FromConfig(cfg.HealthChecks); on {
-		opts.HealthChecks = &announcer.HealthChecks{Options: hc, ProxyPort: cfg.HealthChecks.Port}
 	}
-	ann := announcer.New(inf, a.speaker, cfg.LoadBalancer.Rule().Wants, opts)
-	a.ann.Store(ann)
-	logger.Info("Announcing this node's LoadBalancer addresses over BGP", "asn", bcfg.ASN, "routerID", bcfg.RouterID, "peers", len(bcfg.Peers),
-		"podRoutes", cfg.Routes.Enabled)
-	return ann, nil
+	return false
 }
 
 // waitNode waits until the agent's Node exists with an IPv4 InternalIP.
@@ -141,30 +113,53 @@ func (a *Agent) waitNode(ctx context.Context) (*v1.Node, error) {
 	return node, nil
 }
 
-// Sessions are the BGP sessions' states (for /metrics and /healthz).
-func (a *Agent) Sessions() []bgp.PeerState {
-	if a.speaker == nil {
+// Ready reports whether the agent announces what it should: every role's
+// Ready (its first sync done; with routes.enabled, the node's pod routes
+// announced). The chart's readiness probe asks it (/readyz). An idle agent
+// (nothing to announce from nodes) is ready.
+func (a *Agent) Ready() error {
+	if a.idle.Load() {
 		return nil
 	}
-	return a.speaker.PeerStates()
-}
-
-// Prefixes is how many prefixes the agent announces.
-func (a *Agent) Prefixes() int {
-	if a.speaker == nil {
-		return 0
+	roles := a.roles.Load()
+	if roles == nil {
+		return protocol.ErrStarting
 	}
-	return a.speaker.PrefixCount()
+	for _, r := range *roles {
+		if err := r.Ready(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// OutsidePools is how many addresses of the Services' status the agent's
-// announcers (BGP, L2) leave out now: in no pool their protocol announces.
+// OutsidePools is how many addresses of the Services' status the agent
+// leaves out now for being in no pool (the most any role counts: each
+// looks at every Service).
 func (a *Agent) OutsidePools() int {
 	n := 0
-	for _, ann := range []*announcer.Announcer{a.ann.Load(), a.l2ann.Load()} {
-		if ann != nil {
-			n += ann.OutsidePools()
+	if roles := a.roles.Load(); roles != nil {
+		for _, r := range *roles {
+			n = max(n, r.OutsidePools())
 		}
 	}
 	return n
+}
+
+// Describe sends the descriptors of every protocol's agent metrics.
+func Describe(ch chan<- *metrics.Desc) {
+	for _, p := range protocol.All() {
+		for _, d := range p.AgentMetrics() {
+			ch <- d
+		}
+	}
+}
+
+// Collect sends the metrics of the roles that run.
+func (a *Agent) Collect(ch chan<- metrics.Metric) {
+	if roles := a.roles.Load(); roles != nil {
+		for _, r := range *roles {
+			r.Collect(ch)
+		}
+	}
 }

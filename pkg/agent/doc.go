@@ -1,7 +1,8 @@
-// Package agent is the node agent (cmd/metal-node-agent): with
-// bgp.announceFrom Nodes, it runs on every node and announces over BGP the
-// LoadBalancer addresses its own node carries, with the node itself as next
-// hop, to the peers whose nodeSelector matches the node. It needs no leader
-// election and writes nothing to the API server: it reads Services, Nodes
-// and EndpointSlices, as the replicas' announcer does.
+// Package agent is the node agent (cmd/metal-node-agent): it runs on every
+// node and announces, with each protocol that gives the node agents work
+// (pkg/protocol: BGP with bgp.announceFrom Nodes, each node its own next
+// hop; L2 for the pools announced so, one node answering for each
+// address), the LoadBalancer addresses its own node carries. It needs no
+// leader election and writes nothing to the API server: it reads Services,
+// Nodes and EndpointSlices, as the replicas' announcer does.
 package agent

@@ -56,10 +56,15 @@ type Options struct {
 	OnlyNode string
 	// Addresses, when set, says which of a Service's status addresses this
 	// announcer announces: those of the pools its protocol serves
-	// (config.LoadBalancer.Announcer). The others are left out and counted
-	// (OutsidePools); the leader warns on the Service. Pod routes are not
-	// Service addresses and are not asked. Nil: every address (tests).
+	// (config.LoadBalancer.Announcer). The others are left out; those in
+	// no pool at all (InPools) are counted (OutsidePools), and the leader
+	// warns on their Service. Pod routes are not Service addresses and are
+	// not asked. Nil: every address (tests).
 	Addresses func(netip.Addr) bool
+	// InPools says whether an address is in some pool, of any protocol:
+	// one that another protocol announces is not outside the pools. Nil:
+	// every address Addresses refuses is counted.
+	InPools func(netip.Addr) bool
 	// Communities, when set and the backend is a CommunityBackend, are the
 	// communities a Service adds to the paths of its address
 	// (bgp.ServiceCommunities).

@@ -3,8 +3,8 @@ package announcer
 import "sync/atomic"
 
 // outsidePools counts the Services' status addresses an announcer leaves
-// out because Options.Addresses refuses them (in no pool its protocol
-// serves). The map is the run loop's; the total may be read at any time.
+// out because they are in no pool (Options.Addresses and InPools refuse
+// them). The map is the run loop's; the total may be read at any time.
 type outsidePools struct {
 	byService map[string]int
 	total     atomic.Int64
@@ -33,5 +33,5 @@ func (o *outsidePools) set(key string, n int) {
 func (a *Announcer) Resync() { a.nodesChanged() }
 
 // OutsidePools is how many addresses of the Services' status the announcer
-// leaves out now: in no pool that its protocol announces.
+// leaves out now for being in no pool.
 func (a *Announcer) OutsidePools() int { return int(a.outside.total.Load()) }

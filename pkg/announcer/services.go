@@ -47,7 +47,9 @@ func (a *Announcer) serviceContribution(key string) (contribution, map[netip.Pre
 		// The status is not trusted to bound what is announced: whoever
 		// may write services/status could name any address.
 		if a.opts.Addresses != nil && !a.opts.Addresses(ip) {
-			left++
+			if a.opts.InPools == nil || !a.opts.InPools(ip) {
+				left++
+			}
 			continue
 		}
 		hops := hops6

@@ -115,3 +115,6 @@ func (b *BGP) FromNodes() bool { return len(b.Peers) > 0 && b.AnnounceFrom == An
 // FromReplicas reports whether the replicas announce over BGP: peers, with
 // announceFrom Replicas.
 func (b *BGP) FromReplicas() bool { return len(b.Peers) > 0 && b.AnnounceFrom != AnnounceFromNodes }
+
+// InPools reports whether addr is in some pool, whatever its protocols.
+func (lb *LoadBalancer) InPools(addr netip.Addr) bool { return lb.PoolOf(addr) != nil }

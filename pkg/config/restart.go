@@ -30,9 +30,13 @@ var RestartFields = []RestartField{
 	{Path: "loadBalancer.pools[].announce", Note: "The replicas' BGP announcements follow a reload at once; the node agents and the L2 observer follow at their next restart.",
 		value: func(c *CloudConfig) any { return poolValues(c, func(p *Pool) (any, bool) { return p.Announce, true }) }},
 	{Path: "loadBalancer.pools[].bgpAdvertisements", Note: "Applies at the next restart (the speakers read it at start).",
-		value: func(c *CloudConfig) any { return poolValues(c, func(p *Pool) (any, bool) { return p.BGPAdvertisements, len(p.BGPAdvertisements) > 0 }) }},
+		value: func(c *CloudConfig) any {
+			return poolValues(c, func(p *Pool) (any, bool) { return p.BGPAdvertisements, len(p.BGPAdvertisements) > 0 })
+		}},
 	{Path: "loadBalancer.pools[].serviceCommunities", Note: "Applies at the next restart (the speakers read it at start).",
-		value: func(c *CloudConfig) any { return poolValues(c, func(p *Pool) (any, bool) { return p.ServiceCommunities, len(p.ServiceCommunities) > 0 }) }},
+		value: func(c *CloudConfig) any {
+			return poolValues(c, func(p *Pool) (any, bool) { return p.ServiceCommunities, len(p.ServiceCommunities) > 0 })
+		}},
 	{Path: "bgp", Note: "Applies at the next restart of the replicas and the node agents, except onStop, which a replica reads when it stops.",
 		value: func(c *CloudConfig) any { b := c.BGP; b.OnStop = ""; return b }},
 	{Path: "routes", Note: "Applies at the next restart.",

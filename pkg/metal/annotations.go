@@ -1,6 +1,6 @@
 package metal
 
-import "github.com/metal-ccm/metal-ccm/pkg/bgp"
+import "github.com/metal-ccm/metal-ccm/pkg/annotation"
 
 // The Service annotations the metal provider reads. Each is declared once
 // below, with its value type, default, example and meaning: the provider
@@ -11,7 +11,7 @@ const (
 	AnnotationLoadBalancerIPs Annotation = "metal-ccm.io/load-balancer-ips"
 	AnnotationPool            Annotation = "metal-ccm.io/pool"
 	AnnotationSharingKey      Annotation = "metal-ccm.io/sharing-key"
-	AnnotationBGPCommunities  Annotation = bgp.CommunitiesAnnotation
+	AnnotationBGPCommunities  Annotation = annotation.BGPCommunities
 )
 
 var (

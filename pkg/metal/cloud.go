@@ -23,6 +23,7 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/lbcontroller"
 	"github.com/metal-ccm/metal-ccm/pkg/lbrule"
 	"github.com/metal-ccm/metal-ccm/pkg/powerstate"
+	"github.com/metal-ccm/metal-ccm/pkg/protocol"
 )
 
 // ProviderName is the name given to --cloud-provider.
@@ -46,19 +47,20 @@ type Cloud struct {
 	// rule is which Services are served, from the config read at start:
 	// the service controller, the informers' handlers and the announcers
 	// are built with it, so that a reload does not change it.
-	rule      lbrule.Rule
-	state     atomic.Pointer[state]
-	recorder  atomic.Pointer[record.EventRecorder]
-	lb        *lbState
-	backends  atomic.Pointer[backends]
+	rule     lbrule.Rule
+	state    atomic.Pointer[state]
+	recorder atomic.Pointer[record.EventRecorder]
+	lb       *lbState
+	// roles: what this replica runs for the protocols, set once
+	// RunInEveryReplica started them.
+	roles atomic.Pointer[roles]
+	// announcer: the announcer with the nodes as next hops, which a
+	// protocol hands over (ReplicaEnv.PodRoutes): the Routes interface
+	// reads its pod routes and /metrics its health checks.
 	announcer atomic.Pointer[announcer.Announcer]
 	// agentRoutes: with announceFrom Nodes and routes.enabled, the pod
 	// routes the node agents announce.
 	agentRoutes atomic.Pointer[agentRoutes]
-	// l2: with L2 pools, the observer of the node agents' membership.
-	l2 atomic.Pointer[l2State]
-	// announced: with BGP peers, what the announcer announces.
-	announced atomic.Pointer[announced]
 	// statusKick wakes the leader's Service status writer.
 	statusKick chan struct{}
 }
@@ -137,8 +139,12 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 		<-ctx.Done()
 		bc.Shutdown()
 	}()
-	if st := c.l2.Load(); st != nil {
-		go c.runL2StatusWriter(ctx, st.observer, st.services, servicePatcher{client})
+	if rs := c.roles.Load(); rs != nil {
+		env := protocol.LeaderEnv{PatchAnnotation: servicePatcher{client}.PatchAnnotation, Event: c.eventf,
+			Config: func() *config.CloudConfig { return c.state.Load().cfg }}
+		for _, r := range rs.all {
+			go r.Lead(ctx, env)
+		}
 	}
 	if len(c.state.Load().cfg.LoadBalancer.Pools) > 0 {
 		go c.runStatusWriter(ctx, client)

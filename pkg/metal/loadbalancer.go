@@ -16,10 +16,10 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
-	"github.com/metal-ccm/metal-ccm/pkg/bgp"
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
 	"github.com/metal-ccm/metal-ccm/pkg/ipam"
 	"github.com/metal-ccm/metal-ccm/pkg/lbcontroller"
+	"github.com/metal-ccm/metal-ccm/pkg/protocol/bgp"
 )
 
 var (

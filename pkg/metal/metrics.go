@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/metal-ccm/metal-ccm/pkg/protocol"
 )
 
 // Metrics of the metal provider, served on the manager's /metrics. Every
@@ -38,28 +40,27 @@ var (
 	descPoolUsed = metrics.NewDesc(namespace+"_pool_addresses_used",
 		"Addresses of a pool held by Services, by family. Reported by the leader.",
 		[]string{"pool", "family"}, nil, metrics.ALPHA, "")
-	descSession = metrics.NewDesc(namespace+"_bgp_session_up",
-		"1 when the BGP session to a peer is established, else 0. Reported by every replica.",
-		[]string{"peer", "state"}, nil, metrics.ALPHA, "")
-	descPrefixes = metrics.NewDesc(namespace+"_bgp_announced_prefixes",
-		"Prefixes this replica announces. Reported by every replica.",
-		nil, nil, metrics.ALPHA, "")
 	descOutsidePools = metrics.NewDesc(namespace+"_addresses_outside_pools",
-		"Addresses in LoadBalancer Services' status that this replica's BGP announcer leaves out because no pool announced with BGP holds them. Reported by every replica with BGP peers.",
+		"Addresses in LoadBalancer Services' status that this replica's announcers leave out because they are in no pool. Reported by every replica that announces or observes (BGP peers, or L2 pools).",
 		nil, nil, metrics.ALPHA, "")
 
 	registerOnce sync.Once
 )
 
-// collector reads pool usage and the backends' state at scrape time.
+// collector reads pool usage and the protocols' roles at scrape time.
 type collector struct {
 	metrics.BaseStableCollector
 	cloud *Cloud
 }
 
 func (c *collector) DescribeWithStability(ch chan<- *metrics.Desc) {
-	for _, d := range []*metrics.Desc{descPoolSize, descPoolUsed, descSession, descPrefixes, descOutsidePools, descHealthTargets} {
+	for _, d := range []*metrics.Desc{descPoolSize, descPoolUsed, descOutsidePools, descHealthTargets} {
 		ch <- d
+	}
+	for _, p := range protocol.All() {
+		for _, d := range p.ReplicaMetrics() {
+			ch <- d
+		}
 	}
 }
 
@@ -70,16 +71,17 @@ func (c *collector) CollectWithStability(ch chan<- metrics.Metric) {
 			ch <- metrics.NewLazyConstMetric(descPoolUsed, metrics.GaugeValue, float64(u.Used), u.Pool, u.Family.String())
 		}
 	}
-	if bs := c.cloud.backends.Load(); bs != nil {
-		for _, b := range *bs {
-			b.Collect(ch)
-		}
-	}
 	if ann := c.cloud.announcer.Load(); ann != nil {
 		collectHealth(ann, ch)
 	}
-	if a := c.cloud.announced.Load(); a != nil {
-		ch <- metrics.NewLazyConstMetric(descOutsidePools, metrics.GaugeValue, float64(a.outside()))
+	if rs := c.cloud.roles.Load(); rs != nil {
+		outside := 0
+		for _, r := range rs.all {
+			r.Collect(ch)
+			// Each role looks at every Service: the most one counts.
+			outside = max(outside, r.OutsidePools())
+		}
+		ch <- metrics.NewLazyConstMetric(descOutsidePools, metrics.GaugeValue, float64(outside))
 	}
 }
 

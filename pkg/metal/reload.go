@@ -102,10 +102,12 @@ func (c *Cloud) Reload(data []byte) error {
 	later := make([]string, 0, len(changed))
 	for _, f := range changed {
 		if f.Path == "loadBalancer.pools[].addresses" || f.Path == "loadBalancer.pools[].announce" {
-			// The replicas' BGP announcer follows the pools at once: it
-			// looks at every Service again.
-			if ann := c.announcer.Load(); ann != nil {
-				ann.Resync()
+			// The roles that read the pools live (the replicas' BGP
+			// announcer) follow at once: they look at every Service again.
+			if rs := c.roles.Load(); rs != nil {
+				for _, r := range rs.all {
+					r.Resync()
+				}
 			}
 		}
 		later = append(later, f.Path)

@@ -3,53 +3,35 @@ package metal
 import (
 	"context"
 	"encoding/json"
-	"maps"
 	"net/netip"
 	"slices"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
-	"github.com/metal-ccm/metal-ccm/pkg/announcer"
-	"github.com/metal-ccm/metal-ccm/pkg/bgp"
+	"github.com/metal-ccm/metal-ccm/pkg/annotation"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/lbcontroller"
+	"github.com/metal-ccm/metal-ccm/pkg/protocol"
 	"github.com/metal-ccm/metal-ccm/pkg/svcstatus"
 )
 
-// announced is what a replica knows of the BGP announcements, set by
-// RunInEveryReplica: the announcer's paths (with announceFrom Nodes, those
-// the node agents announce, computed by an announcer that sends nothing)
-// and the nodes, to name the next hops.
-type announced struct {
-	paths     *announcer.Recorder
-	synced    func() bool // the announcer has synced once
-	outside   func() int  // the Services' addresses it leaves out: in no BGP pool
-	nodes     corelisters.NodeLister
-	fromNodes bool
-}
-
-// sessionPoll is how often the source looks at the BGP sessions.
-const sessionPoll = 2 * time.Second
-
 // statusSource is the svcstatus.Source of the leader: the Services it
-// serves, what the allocator refused, what the announcers announce, which
-// BGP sessions are up and which node answers for each L2 address.
+// serves, what the allocator refused, and what each protocol's role knows
+// of their addresses' announcements.
 type statusSource struct {
 	c       *Cloud
 	changed chan struct{}
 
 	// Set by Services, once per round.
 	cfg    *config.CloudConfig
+	roles  *roles
 	byAddr map[netip.Addr]string // next hop -> node name
-	up     map[string]bool       // established BGP peers, by name
 }
 
 func (c *Cloud) newStatusSource() *statusSource {
@@ -67,71 +49,34 @@ func (c *Cloud) kickStatus() {
 	}
 }
 
-// run forwards the announcers' and the observer's changes, and those of the
-// BGP sessions (polled), to the writer until ctx ends.
+// run forwards the roles' changes to the writer until ctx ends.
 func (s *statusSource) run(ctx context.Context) {
-	var paths, l2 <-chan struct{}
-	poll := time.NewTicker(sessionPoll)
-	defer poll.Stop()
-	var last map[string]bool
-	for {
-		if a := s.c.announced.Load(); a != nil {
-			paths = a.paths.Changed()
-		}
-		if st := s.c.l2.Load(); st != nil {
-			l2 = st.observer.statusChanged
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-paths:
-		case <-l2:
-		case <-poll.C:
-			up := s.c.sessionsUp()
-			if maps.Equal(up, last) {
-				continue
+	rs := s.c.roles.Load()
+	if rs == nil {
+		return
+	}
+	for _, r := range rs.all {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-r.Changed():
+					s.c.kickStatus()
+				}
 			}
-			last = up
-		}
-		s.c.kickStatus()
+		}()
 	}
-}
-
-// speaker is this replica's BGP speaker, or nil.
-func (c *Cloud) speaker() *bgp.Speaker {
-	if bs := c.backends.Load(); bs != nil {
-		for _, b := range *bs {
-			if bb, ok := b.(*bgpBackend); ok {
-				return bb.Speaker
-			}
-		}
-	}
-	return nil
-}
-
-// sessionsUp are the names of the peers whose session is established.
-func (c *Cloud) sessionsUp() map[string]bool {
-	sp := c.speaker()
-	if sp == nil {
-		return nil
-	}
-	up := map[string]bool{}
-	for _, p := range sp.PeerStates() {
-		if p.Established() {
-			up[p.Name] = true
-		}
-	}
-	return up
 }
 
 // Services are the Services the leader serves; it also reads, for the
-// round, the config, the nodes' next hops and the sessions.
+// round, the config and the nodes' next hops.
 func (s *statusSource) Services() ([]*v1.Service, error) {
 	s.cfg = s.c.state.Load().cfg
-	s.up = s.c.sessionsUp()
+	s.roles = s.c.roles.Load()
 	s.byAddr = map[netip.Addr]string{}
-	if a := s.c.announced.Load(); a != nil {
-		if nodes, err := a.nodes.List(labels.Everything()); err == nil {
+	if s.roles != nil {
+		if nodes, err := s.roles.nodes.List(labels.Everything()); err == nil {
 			for _, n := range nodes {
 				for _, addr := range n.Status.Addresses {
 					if ip, err := netip.ParseAddr(addr.Address); err == nil && addr.Type == v1.NodeInternalIP {
@@ -165,13 +110,17 @@ func (s *statusSource) State(svc *v1.Service) svcstatus.State {
 		}
 		st.Addresses = append(st.Addresses, addr)
 		st.Pools = append(st.Pools, pool)
-		if lb.Announces(addr, config.ProtocolBGP) {
-			a, ok := s.bgpAnnouncement(addr)
-			st.Known = st.Known && ok
-			st.Announcements = append(st.Announcements, a)
-		}
-		if lb.Announces(addr, config.ProtocolL2) {
-			a, ok := s.l2Announcement(addr)
+		for _, p := range protocol.All() {
+			if !lb.Announces(addr, p.Name()) {
+				continue
+			}
+			var a svcstatus.Announcement
+			var ok bool
+			if r := s.role(p.Name()); r != nil {
+				a, ok = r.Announcement(addr, s.byAddr)
+			} else {
+				a, ok = p.Unknown(addr)
+			}
 			st.Known = st.Known && ok
 			st.Announcements = append(st.Announcements, a)
 		}
@@ -179,60 +128,23 @@ func (s *statusSource) State(svc *v1.Service) svcstatus.State {
 	return st
 }
 
-// bgpAnnouncement is what is known of addr over BGP; ok is false while
-// the announcer has not synced.
-func (s *statusSource) bgpAnnouncement(addr netip.Addr) (svcstatus.Announcement, bool) {
-	a := svcstatus.Announcement{Addr: addr, Protocol: svcstatus.BGP}
-	ann := s.c.announced.Load()
-	if ann == nil {
-		// No BGP peers: nothing announces it over BGP.
-		return a, true
+// role is the replica role of a protocol this round, or nil.
+func (s *statusSource) role(proto config.Protocol) protocol.Replica {
+	if s.roles == nil {
+		return nil
 	}
-	if ann.fromNodes {
-		a.Protocol = svcstatus.BGPFromNodes
-	}
-	if !ann.synced() {
-		return a, false
-	}
-	for _, hop := range ann.paths.NextHops(netip.PrefixFrom(addr, addr.BitLen())) {
-		if name, ok := s.byAddr[hop]; ok {
-			a.Nodes = append(a.Nodes, name)
-		} else {
-			a.Nodes = append(a.Nodes, hop.String())
-		}
-	}
-	slices.Sort(a.Nodes)
-	if sp := s.c.speaker(); sp != nil {
-		a.Peers = sp.SentTo(netip.PrefixFrom(addr, addr.BitLen()))
-		for _, p := range a.Peers {
-			if s.up[p] {
-				a.PeersUp = append(a.PeersUp, p)
-			}
-		}
-	}
-	return a, true
-}
-
-// l2Announcement is which node answers for addr; ok is false until the
-// observer has seen a majority of the agents.
-func (s *statusSource) l2Announcement(addr netip.Addr) (svcstatus.Announcement, bool) {
-	a := svcstatus.Announcement{Addr: addr, Protocol: svcstatus.L2}
-	st := s.c.l2.Load()
-	if st == nil {
-		return a, false
-	}
-	node, ok := st.observer.Owner(addr)
-	if node != "" {
-		a.Nodes = []string{node}
-	}
-	return a, ok
+	return s.roles.byProto[proto]
 }
 
 // OutputAnnotations are the annotations the provider writes on Services
 // for people to read; the service controller does not sync a Service for
 // their changes.
 func (c *Cloud) OutputAnnotations() []string {
-	return []string{svcstatus.AnnotationSummary, AnnotationL2Nodes}
+	out := []string{annotation.Summary}
+	for _, p := range protocol.All() {
+		out = append(out, p.OutputAnnotations()...)
+	}
+	return out
 }
 
 // statusLimits are the writer's limits from the config in force.
@@ -281,6 +193,20 @@ func (c *Cloud) runStatusWriter(ctx context.Context, client kubernetes.Interface
 	w.Run(ctx)
 }
 
+// servicePatcher patches Services' metadata with a client, through the
+// status subresource (which takes metadata too): the replicas may patch
+// services/status only, never the Services themselves.
+type servicePatcher struct{ client kubernetes.Interface }
+
+func (p servicePatcher) PatchAnnotation(ctx context.Context, svc *v1.Service, key, value string) error {
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: value}}})
+	if err != nil {
+		return err
+	}
+	_, err = p.client.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, body, metav1.PatchOptions{}, "status")
+	return err
+}
+
 // statusPatcher writes a Service's conditions and summary with one merge
 // patch of its status subresource (which takes metadata too), at the
 // resourceVersion read: a Service changed since is written in a later
@@ -293,7 +219,7 @@ func (p statusPatcher) PatchStatus(ctx context.Context, svc *v1.Service, conds [
 		ann = nil // removes it
 	}
 	body, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"resourceVersion": svc.ResourceVersion, "annotations": map[string]any{svcstatus.AnnotationSummary: ann}},
+		"metadata": map[string]any{"resourceVersion": svc.ResourceVersion, "annotations": map[string]any{annotation.Summary: ann}},
 		"status":   map[string]any{"conditions": conds},
 	})
 	if err != nil {

@@ -21,10 +21,6 @@ const (
 	TypeAnnounced = "metal-ccm.io/Announced"
 )
 
-// AnnotationSummary is the one-line summary of the announcement of each of
-// the Service's addresses (Summary).
-const AnnotationSummary = "metal-ccm.io/announcement"
-
 // Reasons of the conditions. A refused allocation has the refusal's Event
 // reason (PoolExhausted, IPInUse, ...).
 const (

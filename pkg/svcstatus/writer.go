@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/metal-ccm/metal-ccm/pkg/annotation"
 )
 
 // Source is what the writer shows: the Services, and what is known of
@@ -149,7 +151,7 @@ func (w *Writer) Round(ctx context.Context) {
 			byReason[""]++
 		}
 		conds, changed := Merge(svc.Status.Conditions, want, metav1.NewTime(now))
-		summary := svc.Annotations[AnnotationSummary]
+		summary := svc.Annotations[annotation.Summary]
 		newSummary := summary
 		if st.Known {
 			newSummary = st.Summary()

@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/metal-ccm/metal-ccm/pkg/annotation"
 )
 
 // fakeSource serves its Services, each with the nodes in nodes.
@@ -39,7 +41,7 @@ func (p *fakePatcher) PatchStatus(_ context.Context, svc *v1.Service, conds []me
 	out := svc.DeepCopy()
 	out.ResourceVersion = strconv.Itoa(p.rv)
 	out.Status.Conditions = conds
-	out.Annotations = map[string]string{AnnotationSummary: summary}
+	out.Annotations = map[string]string{annotation.Summary: summary}
 	for i, s := range p.src.svcs {
 		if s.Name == svc.Name {
 			p.src.svcs[i] = out
@@ -88,7 +90,7 @@ func TestWriterCoalesces(t *testing.T) {
 	if patch.writes["a"] != 2 || patch.writes["b"] != 1 {
 		t.Fatalf("after MinInterval: writes %v", patch.writes)
 	}
-	got := src.svcs[0].Annotations[AnnotationSummary]
+	got := src.svcs[0].Annotations[annotation.Summary]
 	if want := "198.18.100.1 BGP via 10 nodes (n0,n1,n2,n3,n4,+5) to 1/1 peers up (r)"; got != want {
 		t.Errorf("summary %q, want %q", got, want)
 	}

@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/metal-ccm/metal-ccm/pkg/annotation"
 	"github.com/metal-ccm/metal-ccm/pkg/svcstatus"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
@@ -68,8 +69,8 @@ func TestLoadBalancerOverBGP(t *testing.T) {
 
 	t.Run("the conditions and summary are written with the least-privilege roles", func(t *testing.T) {
 		svc := framework.WaitServiceCondition(t, client, ns, "web", svcstatus.TypeAnnounced, metav1.ConditionTrue, svcstatus.ReasonAnnounced, 30*time.Second)
-		if got := svc.Annotations[svcstatus.AnnotationSummary]; !strings.Contains(got, vip.String()+" BGP via 3 nodes") {
-			t.Errorf("%s is %q", svcstatus.AnnotationSummary, got)
+		if got := svc.Annotations[annotation.Summary]; !strings.Contains(got, vip.String()+" BGP via 3 nodes") {
+			t.Errorf("%s is %q", annotation.Summary, got)
 		}
 	})
 	t.Run("externalTrafficPolicy Local narrows the next hops", func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/metal-ccm/metal-ccm/pkg/annotation"
 	"github.com/metal-ccm/metal-ccm/pkg/svcstatus"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
@@ -62,7 +63,7 @@ func TestServiceStatus(t *testing.T) {
 	t.Run("announced: who carries it, to which peer", func(t *testing.T) {
 		svc := framework.WaitServiceCondition(t, client, ns, "web", announced, metav1.ConditionTrue, svcstatus.ReasonAnnounced, wait)
 		want := fmt.Sprintf("%s BGP via 3 nodes (%s) to 1/1 peers up (%s)", vip, strings.Join(nodes, ","), netlab.RouterAddr(netlab.IPv4))
-		if got := svc.Annotations[svcstatus.AnnotationSummary]; got != want {
+		if got := svc.Annotations[annotation.Summary]; got != want {
 			t.Errorf("summary %q, want %q", got, want)
 		}
 		c, _ := framework.ServiceCondition(svc, allocated)
@@ -77,13 +78,13 @@ func TestServiceStatus(t *testing.T) {
 			setReady(t, n, false)
 		}
 		svc := framework.WaitServiceCondition(t, client, ns, "web", announced, metav1.ConditionFalse, svcstatus.ReasonNoEligibleNode, wait)
-		if got := svc.Annotations[svcstatus.AnnotationSummary]; !strings.Contains(got, "via 0 nodes") {
+		if got := svc.Annotations[annotation.Summary]; !strings.Contains(got, "via 0 nodes") {
 			t.Errorf("summary %q", got)
 		}
 		waitRoute(t, lab, vip)
 		setReady(t, nodes[1], true)
 		svc = framework.WaitServiceCondition(t, client, ns, "web", announced, metav1.ConditionTrue, svcstatus.ReasonAnnounced, wait)
-		if got := svc.Annotations[svcstatus.AnnotationSummary]; !strings.Contains(got, "via 1 node ("+nodes[1]+")") {
+		if got := svc.Annotations[annotation.Summary]; !strings.Contains(got, "via 1 node ("+nodes[1]+")") {
 			t.Errorf("summary %q", got)
 		}
 		setReady(t, nodes[0], true)
@@ -98,7 +99,7 @@ func TestServiceStatus(t *testing.T) {
 			}
 		}
 		svc := framework.WaitServiceCondition(t, client, ns, "web", announced, metav1.ConditionFalse, svcstatus.ReasonNoSessionUp, wait)
-		if got := svc.Annotations[svcstatus.AnnotationSummary]; !strings.Contains(got, "to 0/1 peers up") {
+		if got := svc.Annotations[annotation.Summary]; !strings.Contains(got, "to 0/1 peers up") {
 			t.Errorf("summary %q", got)
 		}
 		for _, f := range []netlab.Family{netlab.IPv4, netlab.IPv6} {
@@ -216,7 +217,7 @@ func testStatusWritesBound(t *testing.T, lab *netlab.Lab, ccm *framework.CCM, ns
 		name := fmt.Sprintf("storm-%d", i)
 		if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*minInterval, true, func(ctx context.Context) (bool, error) {
 			svc, err := client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-			return err == nil && strings.Contains(svc.Annotations[svcstatus.AnnotationSummary], "via 16 nodes"), nil
+			return err == nil && strings.Contains(svc.Annotations[annotation.Summary], "via 16 nodes"), nil
 		}); err != nil {
 			t.Fatalf("Service %s does not show its 16 next hops", name)
 		}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/metal-ccm/metal-ccm/pkg/annotation"
 	"github.com/metal-ccm/metal-ccm/pkg/svcstatus"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 )
@@ -26,7 +27,7 @@ func TestServiceConditionsWithoutRouter(t *testing.T) {
 	createLB(t, ns, "web")
 	ip := waitIPs(t, ns, "web", 1, wait)[0]
 	svc := framework.WaitServiceCondition(t, client, ns, "web", svcstatus.TypeAnnounced, metav1.ConditionFalse, svcstatus.ReasonNotSentToAnyPeer, wait)
-	if got, want := svc.Annotations[svcstatus.AnnotationSummary], ip+" BGP to no peer (no BGP peer gets its pool)"; got != want {
+	if got, want := svc.Annotations[annotation.Summary], ip+" BGP to no peer (no BGP peer gets its pool)"; got != want {
 		t.Errorf("summary %q, want %q", got, want)
 	}
 	if c, _ := framework.ServiceCondition(svc, svcstatus.TypeAllocated); c.Status != metav1.ConditionTrue || c.Message != ip+" from pool default" || c.ObservedGeneration != svc.Generation {

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/metal-ccm/metal-ccm/pkg/metal"
+	"github.com/metal-ccm/metal-ccm/pkg/annotation"
 	"github.com/metal-ccm/metal-ccm/pkg/svcstatus"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
@@ -65,8 +65,8 @@ func TestL2OnRealNodes(t *testing.T) {
 		// The Service's status tells the same: announced, and by whom.
 		svc := framework.WaitServiceCondition(t, client, ns, "echo", svcstatus.TypeAnnounced, metav1.ConditionTrue, svcstatus.ReasonAnnounced, 30*time.Second)
 		for k, vip := range vips {
-			if want := vip.String() + " L2 answered by " + lab.RealNodes[owners[k]].Name; !strings.Contains(svc.Annotations[svcstatus.AnnotationSummary], want) {
-				t.Errorf("%s is %q, want it to contain %q", svcstatus.AnnotationSummary, svc.Annotations[svcstatus.AnnotationSummary], want)
+			if want := vip.String() + " L2 answered by " + lab.RealNodes[owners[k]].Name; !strings.Contains(svc.Annotations[annotation.Summary], want) {
+				t.Errorf("%s is %q, want it to contain %q", annotation.Summary, svc.Annotations[annotation.Summary], want)
 			}
 		}
 	})
@@ -168,7 +168,7 @@ func waitL2Annotation(t *testing.T, ns, name string, want map[netip.Addr]string)
 		if err != nil {
 			return false, nil //nolint:nilerr // retried
 		}
-		got = svc.Annotations[metal.AnnotationL2Nodes]
+		got = svc.Annotations[annotation.L2Nodes]
 		for addr, node := range want {
 			if !slices.Contains(strings.Split(got, ","), addr.String()+"="+node) {
 				return false, nil
@@ -177,7 +177,7 @@ func waitL2Annotation(t *testing.T, ns, name string, want map[netip.Addr]string)
 		return true, nil
 	})
 	if err != nil {
-		t.Fatalf("service %s/%s: %s is %q, want %v", ns, name, metal.AnnotationL2Nodes, got, want)
+		t.Fatalf("service %s/%s: %s is %q, want %v", ns, name, annotation.L2Nodes, got, want)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/metal-ccm/metal-ccm/pkg/annotation"
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 )
@@ -41,7 +42,7 @@ loadBalancer:
 		{name: "unreadable", annotation: "65000:200,oops", addr: public, wantErr: community.ErrInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{CommunitiesAnnotation: tc.annotation}}}
+			svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{annotation.BGPCommunities: tc.annotation}}}
 			got, err := ServiceCommunities(&cfg.LoadBalancer, svc, tc.addr)
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) || !got.Empty() {

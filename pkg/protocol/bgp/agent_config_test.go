@@ -1,4 +1,4 @@
-package agent
+package bgp
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 )
 
-func TestSpeakerConfig(t *testing.T) {
+func TestAgentSpeakerConfig(t *testing.T) {
 	cfg, err := config.Parse([]byte(`apiVersion: metal-ccm.io/v1alpha1
 kind: CloudConfig
 bgp:
@@ -51,7 +51,7 @@ bgp:
 		{name: "no IPv4 for the router ID", node: node(nil, "2001:db8:30::11"), wantErr: ErrNoIPv4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := speakerConfig(cfg, tc.node)
+			got, err := agentSpeakerConfig(cfg, tc.node)
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("err %v, want %v", err, tc.wantErr)
 			}
@@ -100,7 +100,7 @@ routes:
 		t.Fatal(err)
 	}
 	n := &v1.Node{Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "198.18.1.11"}}}}
-	got, err := speakerConfig(cfg, n)
+	got, err := agentSpeakerConfig(cfg, n)
 	if err != nil {
 		t.Fatal(err)
 	}

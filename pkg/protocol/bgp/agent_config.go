@@ -1,4 +1,4 @@
-package agent
+package bgp
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/metal-ccm/metal-ccm/pkg/bgp"
+	speaker "github.com/metal-ccm/metal-ccm/pkg/bgp"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/nodes"
 )
@@ -24,25 +24,25 @@ var (
 	ErrBadASNLabel = errors.New("node's AS-number label is not an AS number")
 )
 
-// speakerConfig is the BGP speaker of node n: the peers whose nodeSelector
+// agentSpeakerConfig is the BGP speaker of node n: the peers whose nodeSelector
 // matches n (each session's source address is the kernel's choice: the
 // node's address on the route to the peer), n's AS number (its
 // bgp.nodeASNLabel label, else bgp.asn) and n's IPv4 InternalIP as router ID.
-func speakerConfig(cfg *config.CloudConfig, n *v1.Node) (bgp.Config, error) {
+func agentSpeakerConfig(cfg *config.CloudConfig, n *v1.Node) (speaker.Config, error) {
 	b := &cfg.BGP
-	out := bgp.Config{ASN: b.ASN, Policy: bgp.PolicyFrom(&cfg.LoadBalancer)}
+	out := speaker.Config{ASN: b.ASN, Policy: PolicyFrom(&cfg.LoadBalancer)}
 	if b.NodeASNLabel != "" {
 		if v, ok := n.Labels[b.NodeASNLabel]; ok {
 			asn, err := strconv.ParseUint(v, 10, 32)
 			if err != nil || asn == 0 {
-				return bgp.Config{}, fmt.Errorf("label %s=%q: %w", b.NodeASNLabel, v, ErrBadASNLabel)
+				return speaker.Config{}, fmt.Errorf("label %s=%q: %w", b.NodeASNLabel, v, ErrBadASNLabel)
 			}
 			out.ASN = uint32(asn)
 		}
 	}
 	id, ok := nodes.InternalIP(n, true)
 	if !ok {
-		return bgp.Config{}, fmt.Errorf("node %s: %w", n.Name, ErrNoIPv4)
+		return speaker.Config{}, fmt.Errorf("node %s: %w", n.Name, ErrNoIPv4)
 	}
 	out.RouterID = id
 	for i := range b.Peers {
@@ -50,9 +50,9 @@ func speakerConfig(cfg *config.CloudConfig, n *v1.Node) (bgp.Config, error) {
 		if !p.Selects(labels.Set(n.Labels)) {
 			continue
 		}
-		peer, err := bgp.PeerFrom(p, i, &cfg.Routes)
+		peer, err := PeerFrom(p, i, &cfg.Routes)
 		if err != nil {
-			return bgp.Config{}, err
+			return speaker.Config{}, err
 		}
 		peer.RestartTime = restartTime(peer)
 		out.Peers = append(out.Peers, peer)
@@ -67,7 +67,7 @@ func speakerConfig(cfg *config.CloudConfig, n *v1.Node) (bgp.Config, error) {
 // coming back (its TCP session closes without a NOTIFICATION, as in a
 // restart), and then a node's paths must not outlive what the hold time
 // would give them.
-func restartTime(p bgp.Peer) time.Duration {
+func restartTime(p speaker.Peer) time.Duration {
 	if !p.GracefulRestart || p.HoldTime == 0 {
 		return p.RestartTime
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	speaker "github.com/metal-ccm/metal-ccm/pkg/bgp"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 )
 
@@ -15,8 +16,8 @@ import (
 // podRoutes false gets nothing inside routes.clusterCIDRs) and the password
 // read from its file. The caller adds what differs: the replicas' fixed
 // source address.
-func PeerFrom(p *config.BGPPeer, i int, r *config.Routes) (Peer, error) {
-	peer := Peer{Name: p.PeerName(), Address: p.Addr(), ASN: p.ASN, Port: p.Port, MultihopTTL: uint8(p.EBGPMultihop)} //nolint:gosec // validated: 0 to 255
+func PeerFrom(p *config.BGPPeer, i int, r *config.Routes) (speaker.Peer, error) {
+	peer := speaker.Peer{Name: p.PeerName(), Address: p.Addr(), ASN: p.ASN, Port: p.Port, MultihopTTL: uint8(p.EBGPMultihop)} //nolint:gosec // validated: 0 to 255
 	if p.HoldTime != nil {
 		peer.HoldTime = p.HoldTime.Duration
 	}
@@ -32,7 +33,7 @@ func PeerFrom(p *config.BGPPeer, i int, r *config.Routes) (Peer, error) {
 	if p.PasswordFile != "" {
 		pw, err := os.ReadFile(p.PasswordFile)
 		if err != nil {
-			return Peer{}, fmt.Errorf("bgp.peers[%d].passwordFile: %w", i, err)
+			return speaker.Peer{}, fmt.Errorf("bgp.peers[%d].passwordFile: %w", i, err)
 		}
 		peer.Password = strings.TrimRight(string(pw), "\r\n")
 	}
@@ -43,13 +44,13 @@ func PeerFrom(p *config.BGPPeer, i int, r *config.Routes) (Peer, error) {
 // (loadBalancer.pools[].bgpAdvertisements), or nil when no pool has one:
 // every peer then gets every address as a host route without attributes.
 // It keeps lb, which must not change after.
-func PolicyFrom(lb *config.LoadBalancer) Policy {
-	out := poolPolicy{lb: lb, ads: map[*config.Pool][]Advertisement{}}
+func PolicyFrom(lb *config.LoadBalancer) speaker.Policy {
+	out := poolPolicy{lb: lb, ads: map[*config.Pool][]speaker.Advertisement{}}
 	for i := range lb.Pools {
 		pool := &lb.Pools[i]
 		for j := range pool.BGPAdvertisements {
 			a := &pool.BGPAdvertisements[j]
-			ad := Advertisement{Peers: a.PeerNames(), Attributes: Attributes{Communities: a.CommunitySet()}}
+			ad := speaker.Advertisement{Peers: a.PeerNames(), Attributes: speaker.Attributes{Communities: a.CommunitySet()}}
 			if a.LocalPreference != nil {
 				ad.Attributes.LocalPref = *a.LocalPreference
 			}
@@ -71,10 +72,10 @@ func PolicyFrom(lb *config.LoadBalancer) Policy {
 // default.
 type poolPolicy struct {
 	lb  *config.LoadBalancer
-	ads map[*config.Pool][]Advertisement
+	ads map[*config.Pool][]speaker.Advertisement
 }
 
-func (p poolPolicy) Advertisements(prefix netip.Prefix) []Advertisement {
+func (p poolPolicy) Advertisements(prefix netip.Prefix) []speaker.Advertisement {
 	if pool := p.lb.PoolOf(prefix.Addr()); pool != nil {
 		return p.ads[pool]
 	}

@@ -1,4 +1,4 @@
-package metal
+package bgp
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 )
 
-func TestSpeakerConfig(t *testing.T) {
+func TestReplicaSpeakerConfig(t *testing.T) {
 	pw := filepath.Join(t.TempDir(), "pw")
 	if err := os.WriteFile(pw, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)

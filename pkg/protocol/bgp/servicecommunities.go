@@ -7,14 +7,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/metal-ccm/metal-ccm/pkg/annotation"
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 )
-
-// CommunitiesAnnotation is the Service annotation with which a Service adds
-// communities to the paths of its addresses, within what their pool allows
-// (loadBalancer.pools[].serviceCommunities).
-const CommunitiesAnnotation = "metal-ccm.io/bgp-communities"
 
 // ErrCommunityNotAllowed marks a community a Service asks for that its
 // address's pool does not allow.
@@ -26,13 +22,13 @@ var ErrCommunityNotAllowed = errors.New("community not allowed by the pool")
 // annotation cannot be read) or ErrCommunityNotAllowed. It is the one rule:
 // the announcers apply it, and the leader reports its errors as Events.
 func ServiceCommunities(lb *config.LoadBalancer, svc *v1.Service, addr netip.Addr) (community.Set, error) {
-	raw := svc.Annotations[CommunitiesAnnotation]
+	raw := svc.Annotations[annotation.BGPCommunities]
 	if raw == "" {
 		return community.Set{}, nil
 	}
 	set, err := community.ParseList(raw)
 	if err != nil {
-		return community.Set{}, fmt.Errorf("%s: %w", CommunitiesAnnotation, err)
+		return community.Set{}, fmt.Errorf("%s: %w", annotation.BGPCommunities, err)
 	}
 	var allowed community.Set
 	pool := lb.PoolOf(addr)
@@ -45,7 +41,7 @@ func ServiceCommunities(lb *config.LoadBalancer, svc *v1.Service, addr netip.Add
 			where = "pool " + pool.Name
 		}
 		return community.Set{}, fmt.Errorf("%s: %s of %s: %w (%s allows %q); the address is announced without the annotation's communities",
-			CommunitiesAnnotation, out, addr, ErrCommunityNotAllowed, where, allowed.String())
+			annotation.BGPCommunities, out, addr, ErrCommunityNotAllowed, where, allowed.String())
 	}
 	return set, nil
 }

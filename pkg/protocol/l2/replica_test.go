@@ -1,4 +1,4 @@
-package metal
+package l2
 
 import (
 	"context"
@@ -11,10 +11,14 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/metal-ccm/metal-ccm/pkg/annotation"
+	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/l2/member"
+	"github.com/metal-ccm/metal-ccm/pkg/protocol"
 	"github.com/metal-ccm/metal-ccm/pkg/rendezvous"
 )
 
@@ -36,7 +40,7 @@ type recordingPatcher struct {
 func (p *recordingPatcher) PatchAnnotation(_ context.Context, svc *v1.Service, key, value string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if key != AnnotationL2Nodes {
+	if key != annotation.L2Nodes {
 		return fmt.Errorf("annotation %s written", key)
 	}
 	p.values[svc.Name] = value
@@ -69,7 +73,11 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // Service with an Event and leaves a Service of a BGP pool alone, and when
 // that node's agent dies the annotation follows the new owner.
 func TestL2ObserverAndWriter(t *testing.T) {
-	c, rec := newTestCloud(t, l2TestConfig)
+	cfg, err := config.Parse([]byte(l2TestConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan string, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -98,30 +106,33 @@ func TestL2ObserverAndWriter(t *testing.T) {
 		}
 	}
 
-	o := newL2Observer(c.state.Load().cfg, corelisters.NewNodeLister(nodes))
-	var err error
+	services := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	o := newObserver(cfg, corelisters.NewNodeLister(nodes), corelisters.NewServiceLister(services), func(*v1.Service) bool { return true })
 	o.members, err = member.Start(ctx, member.Config{Name: "ccm", Bind: netip.MustParseAddrPort("127.0.0.1:0"), Observer: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.lastJoin = time.Now().Add(time.Hour) // the test joins it; the nodes' 7946 has no agent
+	o.watch.Members = o.members
+	// The test joins it by hand: the watcher finds every expected agent
+	// alive once it has, and dials nobody.
 	if err := o.members.Join([]netip.AddrPort{agents[0].LocalAddr()}); err != nil {
 		t.Fatal(err)
 	}
 
 	vip := netip.MustParsePrefix("198.18.0.5/32")
-	if err := o.candidates.SetPaths(ctx, vip, hops); err != nil {
+	if err := o.watch.Candidates.SetPaths(ctx, vip, hops); err != nil {
 		t.Fatal(err)
 	}
 	owner, _ := rendezvous.Owner(vip, hops)
 	ownerName := fmt.Sprintf("n%d", owner.As4()[3]-11)
 	eventually(t, "the observer sees the owner "+ownerName, func() bool {
-		o.sync()
+		if r, ok := o.watch.Round(ctx); ok {
+			o.decide(ctx, r)
+		}
 		got, ok := o.Owner(vip.Addr())
 		return ok && got == ownerName
 	})
 
-	services := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	for _, s := range []struct{ name, ip string }{{"web", "198.18.0.5"}, {"bgp", "198.18.1.5"}} {
 		svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: s.name},
 			Spec:   v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer},
@@ -131,7 +142,11 @@ func TestL2ObserverAndWriter(t *testing.T) {
 		}
 	}
 	patch := &recordingPatcher{values: map[string]string{}}
-	go c.runL2StatusWriter(ctx, o, corelisters.NewServiceLister(services), patch)
+	go o.Lead(ctx, protocol.LeaderEnv{PatchAnnotation: patch.PatchAnnotation,
+		Event: func(_ runtime.Object, _, reason, format string, args ...any) {
+			events <- reason + " " + fmt.Sprintf(format, args...)
+		},
+		Config: func() *config.CloudConfig { return cfg }})
 	o.changed <- struct{}{}
 	want := "198.18.0.5=" + ownerName
 	eventually(t, "the annotation "+want, func() bool { v, _ := patch.get("web"); return v == want })
@@ -139,7 +154,7 @@ func TestL2ObserverAndWriter(t *testing.T) {
 		t.Error("the Service of a BGP pool was written")
 	}
 	select {
-	case e := <-rec.Events:
+	case e := <-events:
 		if !strings.Contains(e, ReasonL2NodeChanged) || !strings.Contains(e, want) {
 			t.Errorf("Event %q, want %s naming %s", e, ReasonL2NodeChanged, want)
 		}
@@ -160,7 +175,9 @@ func TestL2ObserverAndWriter(t *testing.T) {
 	want = "198.18.0.5=" + fmt.Sprintf("n%d", next.As4()[3]-11)
 	go func() {
 		for ctx.Err() == nil {
-			o.sync()
+			if r, ok := o.watch.Round(ctx); ok {
+				o.decide(ctx, r)
+			}
 			time.Sleep(100 * time.Millisecond)
 		}
 	}()

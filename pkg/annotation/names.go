@@ -1,0 +1,23 @@
+// Package annotation holds every metal-ccm.io/ annotation of a Service: the
+// ones users write, which the provider reads through their typed
+// declarations, and the ones the leader writes for people to read.
+package annotation
+
+// BGPCommunities is the annotation with which a Service adds communities to
+// the paths of its addresses, within what their pool allows
+// (loadBalancer.pools[].serviceCommunities). Its typed declaration is the
+// provider's (pkg/metal); the BGP protocol reads it on the node agents too,
+// which do not link the provider.
+const BGPCommunities = "metal-ccm.io/bgp-communities"
+
+// The annotations the leader writes on LoadBalancer Services, for people
+// to read; the service controller ignores their changes.
+const (
+	// Summary is the one-line summary of the announcement of each of the
+	// Service's addresses (pkg/svcstatus).
+	Summary = "metal-ccm.io/announcement"
+	// L2Nodes is on Services with addresses of pools announced with L2:
+	// which node answers for each address, as "address=node" pairs
+	// separated by commas ("address=" while none does).
+	L2Nodes = "metal-ccm.io/l2-nodes"
+)

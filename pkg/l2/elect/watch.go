@@ -1,0 +1,112 @@
+package elect
+
+import (
+	"context"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/metal-ccm/metal-ccm/pkg/l2/member"
+)
+
+// Membership is the agents' membership (pkg/l2/member), as a Watcher uses it.
+type Membership interface {
+	Alive() []member.Member
+	Changed() <-chan struct{}
+	Join(seeds []netip.AddrPort) error
+}
+
+// Recheck bounds how long a change the watcher is not told of (a node's
+// Ready condition, which the announcer's handlers do not pass on) waits to
+// be seen; JoinEvery bounds how often it dials the agents it does not see.
+const (
+	Recheck   = time.Second
+	JoinEvery = 5 * time.Second
+)
+
+// Watcher is the one loop over the L2 membership: every change of the
+// candidates or of the membership, and every Recheck, it takes a View of
+// the nodes and the live agents, joins the expected agents it does not see,
+// and applies Choose. A node agent runs it as a member (Self set) and
+// answers for what it owns; the replicas' observer runs it as a watcher
+// (Self nil) and shows who owns what.
+type Watcher struct {
+	Members    Membership
+	Nodes      corelisters.NodeLister
+	Selects    func(labels.Set) bool
+	Port       uint16       // the agents' membership port
+	Self       []netip.Addr // the member's own addresses; nil for an observer
+	Candidates *Candidates  // the announcer's Backend
+
+	lastJoin time.Time
+	joining  atomic.Bool // a Join runs
+}
+
+// Round is what one round of the loop saw and chose.
+type Round struct {
+	View   View
+	Choice Choice
+}
+
+// Run calls decide with every round, once synced says the candidates are
+// complete, until ctx ends.
+func (w *Watcher) Run(ctx context.Context, synced func() bool, decide func(context.Context, Round)) {
+	tick := time.NewTicker(Recheck)
+	defer tick.Stop()
+	for {
+		if synced() {
+			if r, ok := w.Round(ctx); ok {
+				decide(ctx, r)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.Candidates.Changed():
+		case <-w.Members.Changed():
+		case <-tick.C:
+		}
+	}
+}
+
+// Round takes the view of the moment, joins the agents it misses, and
+// chooses; ok is false when the nodes cannot be listed.
+func (w *Watcher) Round(ctx context.Context) (Round, bool) {
+	list, err := w.Nodes.List(labels.Everything())
+	if err != nil {
+		return Round{}, false
+	}
+	v := View{Candidates: w.Candidates.Snapshot(), Self: w.Self, Alive: w.Members.Alive(), Expected: ExpectedAgents(list, w.Selects)}
+	w.join(ctx, list, v.Alive)
+	return Round{View: v, Choice: Choose(v)}, true
+}
+
+// join dials the expected agents the membership does not show, at most
+// every JoinEvery: a new node's agent, and both sides of a healed
+// partition, find each other without a fixed seed list. It dials in the
+// background: the node that just died is among the seeds, and its dial
+// waits for the TCP timeout, which must not hold up the takeover of its
+// addresses.
+func (w *Watcher) join(ctx context.Context, list []*v1.Node, alive []member.Member) {
+	if time.Since(w.lastJoin) < JoinEvery || w.joining.Load() {
+		return
+	}
+	seeds := Seeds(list, alive, w.Selects, w.Port, w.Self)
+	if len(seeds) == 0 {
+		return
+	}
+	w.lastJoin = time.Now()
+	w.joining.Store(true)
+	go func() {
+		defer w.joining.Store(false)
+		if err := w.Members.Join(seeds); err != nil {
+			// Agents not started yet, or nodes down: the next round retries.
+			klog.FromContext(ctx).V(2).Info("Some L2 agents not reached", "err", err)
+		}
+	}()
+}

@@ -1,0 +1,15 @@
+package l2
+
+import "k8s.io/component-base/metrics"
+
+// The node agent's L2 metrics (docs/metrics.md).
+var (
+	descAnswering = metrics.NewDesc("metal_ccm_agent_l2_answered_addresses",
+		"L2 addresses the node agent answers ARP or Neighbor Solicitations for.", nil, nil, metrics.ALPHA, "")
+	descTakeovers = metrics.NewDesc("metal_ccm_agent_l2_takeovers_total",
+		"Times the node agent began to answer for an L2 address.", nil, nil, metrics.ALPHA, "")
+	descMembers = metrics.NewDesc("metal_ccm_agent_l2_members",
+		"L2 agents the node agent sees alive in the membership, itself included.", nil, nil, metrics.ALPHA, "")
+	descMajority = metrics.NewDesc("metal_ccm_agent_l2_majority",
+		"1 while the L2 agents the node agent sees alive are a majority of the expected ones (it may answer), else 0.", nil, nil, metrics.ALPHA, "")
+)
