@@ -27,16 +27,13 @@ type roles struct {
 // replica role the config asks for (BGP: the speaker and the announcer
 // with the nodes as next hops, or with announceFrom Nodes the announcer
 // that tells which nodes' agents announce what; L2: the observer of the
-// node agents' membership); and with announceFrom Nodes and routes.enabled,
-// the watch on the node agents' pods that tells which pod routes they
-// announce. Without a role it announces nothing. It returns once they are
+// node agents' membership), and what they ask of the runtime (with
+// announceFrom Nodes and routes.enabled, the watch on the node agents' pods
+// that tells which pod routes they announce). Without a role it announces nothing. It returns once they are
 // started. The roles run until ctx ends; what must outlive ctx (BGP
 // sessions that routers keep) ends in StopInEveryReplica.
 func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface, factory informers.SharedInformerFactory) error {
 	cfg := c.state.Load().cfg
-	if cfg.Routes.Enabled && cfg.BGP.FromNodes() {
-		c.agentRoutes.Store(newAgentRoutes(ctx, cs, agentNamespace(), cfg.Routes.NextHopAddressType))
-	}
 	rs := &roles{byProto: map[config.Protocol]protocol.Replica{}, nodes: factory.Core().V1().Nodes().Lister()}
 	for _, p := range protocol.All() {
 		env := protocol.ReplicaEnv{
@@ -52,6 +49,9 @@ func (c *Cloud) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface, 
 			InPools:      func(addr netip.Addr) bool { return c.state.Load().cfg.LoadBalancer.InPools(addr) },
 			HealthChecks: func() *announcer.HealthChecks { return c.healthChecks(cfg.HealthChecks, newPodEvents(ctx, cs)) },
 			PodRoutes:    c.announcer.Store,
+			PodRoutesFromAgents: func() {
+				c.agentRoutes.Store(newAgentRoutes(ctx, cs, agentNamespace(), cfg.Routes.NextHopAddressType))
+			},
 		}
 		r, err := p.Replica(cfg, env)
 		if err != nil {

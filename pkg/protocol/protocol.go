@@ -81,8 +81,13 @@ type ReplicaEnv struct {
 	// are off; called once, by a protocol that checks.
 	HealthChecks func() *announcer.HealthChecks
 	// PodRoutes is told the announcer of the pod routes, by the protocol
-	// that announces them from the replicas.
+	// that announces them from the replicas (routes.enabled): the Routes
+	// interface reads them there, and /metrics its health checks.
 	PodRoutes func(*announcer.Announcer)
+	// PodRoutesFromAgents is called by the protocol whose node agents
+	// announce the pod routes: the Routes interface then follows the
+	// agents' pods.
+	PodRoutesFromAgents func()
 }
 
 // Replica is a protocol's part in every replica.

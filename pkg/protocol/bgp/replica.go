@@ -65,6 +65,9 @@ func (Protocol) Replica(cfg *config.CloudConfig, env protocol.ReplicaEnv) (proto
 		})
 		env.PodRoutes(r.ann)
 	case cfg.BGP.FromNodes():
+		if cfg.Routes.Enabled {
+			env.PodRoutesFromAgents()
+		}
 		r.paths = announcer.Record(nil)
 		r.ann = announcer.New(env.Informers, r.paths, env.Wants, announcer.Options{MaxNextHops: announcer.MaxNextHops, Addresses: env.Addresses, InPools: env.InPools})
 	default:
