@@ -15,15 +15,16 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/metal-ccm/metal-ccm/pkg/cachetrim"
+	"github.com/metal-ccm/metal-ccm/pkg/extension"
 	// registers the "metal" provider
 )
 
 // manager is the state one run of the command shares between the upstream
 // command's callbacks and the stop that follows a signal.
 type manager struct {
-	ctx      context.Context // ends on SIGTERM or SIGINT
-	election *election       // nil without leader election
-	replica  everyReplica    // nil for providers without every-replica work
+	ctx      context.Context        // ends on SIGTERM or SIGINT
+	election *election              // nil without leader election
+	replica  extension.EveryReplica // nil for providers without every-replica work
 }
 
 // initializeCloud builds the provider named by --cloud-provider from
@@ -59,7 +60,8 @@ func (m *manager) initializeCloud(c *config.CompletedConfig) cloudprovider.Inter
 	// keeps the server's.
 	c.SharedInformers = informers.NewSharedInformerFactoryWithOptions(c.VersionedClient, resyncPeriod(c.ComponentConfig.Generic.MinResyncPeriod.Duration),
 		informers.WithTransform(cachetrim.Transform))
-	if r, ok := cloud.(everyReplica); ok {
+	ext := extension.Of(cloud)
+	if r := ext.EveryReplica; r != nil {
 		cs, err := c.ClientBuilder.Client("metal-cloud-provider-announcer")
 		if err == nil {
 			err = r.RunInEveryReplica(m.ctx, cs, c.SharedInformers)
@@ -69,30 +71,10 @@ func (m *manager) initializeCloud(c *config.CompletedConfig) cloudprovider.Inter
 		}
 		m.replica = r
 	}
-	if w, ok := cloud.(configWatcher); ok && file != "" {
-		go w.WatchConfig(m.ctx, file)
+	if ext.WatchConfig != nil && file != "" {
+		go ext.WatchConfig(m.ctx, file)
 	}
 	return cloud
-}
-
-// configWatcher is implemented by providers that apply a changed config file
-// without a restart.
-type configWatcher interface {
-	WatchConfig(ctx context.Context, path string)
-}
-
-// everyReplica is implemented by providers with work that must run in every
-// replica whatever the leader election says (the metal provider's BGP
-// announcements). It is started before leader election.
-type everyReplica interface {
-	// RunInEveryReplica starts that work with cs, watching through
-	// factory's informers (the upstream controllers' too), which it may
-	// start.
-	RunInEveryReplica(ctx context.Context, cs kubernetes.Interface, factory informers.SharedInformerFactory) error
-	// StopInEveryReplica ends that work before the process exits;
-	// othersRun tells (taking up to a few seconds) whether another replica
-	// is known to run.
-	StopInEveryReplica(ctx context.Context, othersRun func() bool)
 }
 
 // resyncPeriod is upstream's resync of the shared informers: min to twice

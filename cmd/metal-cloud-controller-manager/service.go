@@ -14,55 +14,8 @@ import (
 	"k8s.io/controller-manager/controller"
 	"k8s.io/klog/v2"
 
+	"github.com/metal-ccm/metal-ccm/pkg/extension"
 	"github.com/metal-ccm/metal-ccm/pkg/lbcontroller"
-	"github.com/metal-ccm/metal-ccm/pkg/lbrule"
-	"github.com/metal-ccm/metal-ccm/pkg/metal"
-)
-
-// nodeFollower is implemented by providers whose load balancers follow the
-// cluster's nodes by themselves (the metal provider's announcer watches
-// nodes in every replica), so that UpdateLoadBalancer has nothing to do.
-type nodeFollower interface {
-	LoadBalancersFollowNodes() bool
-}
-
-// requeueTaker is implemented by providers that know when a Service they
-// refused may now be served (the metal provider: an address freed, a config
-// reload, a lost duplicate address). They are given pkg/lbcontroller's
-// Requeue, an in-process request for a sync that writes nothing to the
-// Service.
-type requeueTaker interface {
-	SetRequeue(requeue func(key string))
-}
-
-// busyTaker is implemented by providers with writes of their own that
-// should wait while the service controller has Services to sync (the metal
-// provider's Service conditions): addresses first.
-type busyTaker interface {
-	SetBusy(busy func() bool)
-}
-
-// outputAnnotator is implemented by providers that write annotations on
-// Services themselves, for people to read (the metal provider's
-// metal-ccm.io/announcement and metal-ccm.io/l2-nodes): the service
-// controller does not sync a Service for a change of those alone.
-type outputAnnotator interface {
-	OutputAnnotations() []string
-}
-
-// serviceRuler is implemented by providers that serve another rule than
-// upstream's (Services without a loadBalancerClass): the metal provider's
-// loadBalancer.class. The service controller takes the provider's rule, so
-// that both serve the same Services.
-type serviceRuler interface {
-	ServiceRule() lbrule.Rule
-}
-
-var (
-	_ requeueTaker    = (*metal.Cloud)(nil) // the wiring below must not silently stop
-	_ serviceRuler    = (*metal.Cloud)(nil)
-	_ busyTaker       = (*metal.Cloud)(nil)
-	_ outputAnnotator = (*metal.Cloud)(nil)
 )
 
 // controllerInitializers are upstream's controllers, with the service
@@ -100,8 +53,8 @@ func (m *manager) controllerInitializers() map[string]app.ControllerInitFuncCons
 // Service, and an Event per Service per node change). Other providers get
 // upstream's controller.
 func startServiceController(initCtx app.ControllerInitContext, cfg *cloudconfig.CompletedConfig, cloud cloudprovider.Interface) app.InitFunc {
-	f, ok := cloud.(nodeFollower)
-	if !ok || !f.LoadBalancersFollowNodes() {
+	svcs := extension.Of(cloud).Services
+	if svcs == nil {
 		return app.StartServiceControllerWrapper(initCtx, cfg, cloud)
 	}
 	return func(ctx context.Context, cmCtx genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
@@ -117,26 +70,18 @@ func startServiceController(initCtx app.ControllerInitContext, cfg *cloudconfig.
 		if err != nil {
 			return nil, false, fmt.Errorf("start service controller: %w", err)
 		}
-		var rule lbrule.Rule // upstream's
-		if r, ok := balancer.(serviceRuler); ok {
-			rule = r.ServiceRule()
-		}
-		var outputs []string
-		if o, ok := balancer.(outputAnnotator); ok {
-			outputs = o.OutputAnnotations()
-		}
-		c, err := lbcontroller.New(balancer, rule, cfg.ClientBuilder.ClientOrDie(initCtx.ClientName), events,
-			cfg.SharedInformers.Core().V1().Services(), cfg.ComponentConfig.KubeCloudShared.ClusterName, outputs...)
+		c, err := lbcontroller.New(balancer, svcs.Rule, cfg.ClientBuilder.ClientOrDie(initCtx.ClientName), events,
+			cfg.SharedInformers.Core().V1().Services(), cfg.ComponentConfig.KubeCloudShared.ClusterName, svcs.OutputAnnotations...)
 		if err != nil {
 			return nil, false, fmt.Errorf("start service controller: %w", err)
 		}
 		// Before Run, and before the informers start: no Service event
 		// reaches the provider before it can requeue.
-		if r, ok := balancer.(requeueTaker); ok {
-			r.SetRequeue(c.Requeue)
+		if svcs.SetRequeue != nil {
+			svcs.SetRequeue(c.Requeue)
 		}
-		if b, ok := balancer.(busyTaker); ok {
-			b.SetBusy(c.Busy)
+		if svcs.SetBusy != nil {
+			svcs.SetBusy(c.Busy)
 		}
 		cmCtx.ControllerManagerMetrics.ControllerStarted("service")
 		go func() {

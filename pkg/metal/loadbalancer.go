@@ -174,11 +174,6 @@ func (c *Cloud) UpdateLoadBalancer(context.Context, string, *v1.Service, []*v1.N
 	return cloudprovider.ImplementedElsewhere
 }
 
-// LoadBalancersFollowNodes reports that the announcer, not the service
-// controller, follows node changes: the command then runs pkg/lbcontroller,
-// which watches no nodes (cmd/metal-cloud-controller-manager/service.go).
-func (c *Cloud) LoadBalancersFollowNodes() bool { return true }
-
 // EnsureLoadBalancerDeleted frees the Service's addresses.
 func (c *Cloud) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
 	key := lbcontroller.Key(svc)
