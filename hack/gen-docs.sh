@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates docs/reference/ from the code (hack/gendocs): cloud-config
 # fields from pkg/config/types.go, Service annotations from
-# pkg/metal/annotations.go, metrics from pkg/metal, and flags from the --help
+# pkg/annotation (Event reasons from pkg/metal/reasons.go), metrics from pkg/metal and the protocols, and flags from the --help
 # of a manager built from this tree. Usage: hack/gen-docs.sh [DIR] writes into
 # DIR instead (hack/verify.d/docs.sh compares).
 set -euo pipefail

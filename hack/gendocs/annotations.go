@@ -9,23 +9,23 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/metal-ccm/metal-ccm/pkg/metal"
+	"github.com/metal-ccm/metal-ccm/pkg/annotation"
 )
 
-// annotation is one Service annotation as pkg/metal declares it.
-type annotation = metal.AnnotationDoc
+// annotationDoc is one Service annotation as pkg/annotation declares it.
+type annotationDoc = annotation.Doc
 
 // reason is one Event reason.
 type reason struct{ name, value string }
 
-// loadAnnotations returns the annotations pkg/metal declares (its
+// loadAnnotations returns the annotations pkg/annotation declares (its
 // declarations are the one source of their names, types, defaults,
 // examples and meanings; this program is built from the same tree) and the
 // Event reasons: the string constants named Reason* of the file at path
-// (pkg/metal/annotations.go), parsed for their Go names. Each annotation
+// (pkg/metal/reasons.go), parsed for their Go names. Each annotation
 // must have a type, default, example and meaning.
-func loadAnnotations(path string) ([]annotation, []reason, error) {
-	anns := metal.Annotations()
+func loadAnnotations(path string) ([]annotationDoc, []reason, error) {
+	anns := annotation.All()
 	if len(anns) == 0 {
 		return nil, nil, fmt.Errorf("%s: no annotations declared", path)
 	}
@@ -75,7 +75,7 @@ func loadReasons(path string) ([]reason, error) {
 	return reasons, nil
 }
 
-func writeAnnotations(b *bytes.Buffer, anns []annotation, reasons []reason) {
+func writeAnnotations(b *bytes.Buffer, anns []annotationDoc, reasons []reason) {
 	b.WriteString("## Annotations\n\n| annotation | type | default | example | meaning |\n| --- | --- | --- | --- | --- |\n")
 	for _, a := range anns {
 		fmt.Fprintf(b, "| `%s` | %s | %s | `%s` | %s |\n", a.Name, cell(a.Type), cell(a.Default), cell(a.Example), cell(a.Meaning))

@@ -1,6 +1,6 @@
 // Command gendocs writes the reference in docs/reference/ from the code: the
 // cloud-config fields from the doc comments of pkg/config/types.go, the
-// Service annotations from pkg/metal/annotations.go, the metrics from their
+// Service annotations from pkg/annotation, the metrics from their
 // definitions in pkg/metal, and the manager's flags from its --help. It also
 // fails when docs/metrics.md does not mention a metric the code defines.
 //
@@ -45,7 +45,7 @@ func run(root, ccm, out string) error {
 	if err != nil {
 		return err
 	}
-	anns, reasons, err := loadAnnotations(filepath.Join(root, "pkg", "metal", "annotations.go"))
+	anns, reasons, err := loadAnnotations(filepath.Join(root, "pkg", "metal", "reasons.go"))
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func run(root, ccm, out string) error {
 			"Every field of the metal provider's cloud-config (`--cloud-config`), from the doc comments of `pkg/config/types.go`. [../configuration.md](../configuration.md) explains them with examples.",
 			func(b *bytes.Buffer) error { return writeConfig(b, cfg) }},
 		{"annotations.md", "Service annotations reference",
-			"The Service annotations the metal provider reads, and the reasons of the Events it records, from `pkg/metal/annotations.go`. [../annotations.md](../annotations.md) explains them.",
+			"The Service annotations the metal provider reads, from `pkg/annotation`, and the reasons of the Events it records, from `pkg/metal/reasons.go`. [../annotations.md](../annotations.md) explains them.",
 			func(b *bytes.Buffer) error { writeAnnotations(b, anns, reasons); return nil }},
 		{"metrics.md", "Metrics reference",
 			"The metrics metal-ccm defines, with the help text they are served with, from `pkg/metal`, `pkg/lbcontroller` and the protocols of `pkg/protocol`. [../metrics.md](../metrics.md) says which replica reports each, and lists the upstream metrics worth watching and the alert rules.",

@@ -1,14 +1,7 @@
 // Package annotation holds every metal-ccm.io/ annotation of a Service: the
-// ones users write, which the provider reads through their typed
-// declarations, and the ones the leader writes for people to read.
+// ones users write, read through their typed declarations (declared.go),
+// and the ones the leader writes for people to read.
 package annotation
-
-// BGPCommunities is the annotation with which a Service adds communities to
-// the paths of its addresses, within what their pool allows
-// (loadBalancer.pools[].serviceCommunities). Its typed declaration is the
-// provider's (pkg/metal); the BGP protocol reads it on the node agents too,
-// which do not link the provider.
-const BGPCommunities = "metal-ccm.io/bgp-communities"
 
 // The annotations the leader writes on LoadBalancer Services, for people
 // to read; the service controller ignores their changes.

@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/metal-ccm/metal-ccm/pkg/annotation"
 )
 
 func annotated(spec v1.ServiceSpec, kv ...string) *v1.Service {
@@ -21,32 +23,32 @@ func annotated(spec v1.ServiceSpec, kv ...string) *v1.Service {
 // TestAnnotationsDeclared: every annotation name is declared once, with
 // everything the reference shows, and its example reads.
 func TestAnnotationsDeclared(t *testing.T) {
-	var names []Annotation
-	for _, d := range Annotations() {
+	var names []annotation.Key
+	for _, d := range annotation.All() {
 		names = append(names, d.Name)
 		if d.Type == "" || d.Default == "" || d.Example == "" || d.Meaning == "" {
 			t.Errorf("%s: incomplete declaration %+v", d.Name, d)
 		}
 	}
-	want := []Annotation{AnnotationBGPCommunities, AnnotationLoadBalancerIPs, AnnotationPool, AnnotationSharingKey}
+	want := []annotation.Key{annotation.NameBGPCommunities, annotation.NameLoadBalancerIPs, annotation.NamePool, annotation.NameSharingKey}
 	if !slices.Equal(names, want) {
-		t.Errorf("Annotations() = %v, want %v", names, want)
+		t.Errorf("annotation.All() = %v, want %v", names, want)
 	}
 	for _, tc := range []struct {
-		name  Annotation
+		name  annotation.Key
 		parse func(*v1.Service) error
 	}{
-		{loadBalancerIPsAnnotation.Name(), func(s *v1.Service) error { _, _, err := loadBalancerIPsAnnotation.Parse(s); return err }},
-		{poolAnnotation.Name(), func(s *v1.Service) error { _, _, err := poolAnnotation.Parse(s); return err }},
-		{bgpCommunitiesAnnotation.Name(), func(s *v1.Service) error { _, _, err := bgpCommunitiesAnnotation.Parse(s); return err }},
-		{sharingKeyAnnotation.Name(), func(s *v1.Service) error { _, _, err := sharingKeyAnnotation.Parse(s); return err }},
+		{annotation.LoadBalancerIPs.Name(), func(s *v1.Service) error { _, _, err := annotation.LoadBalancerIPs.Parse(s); return err }},
+		{annotation.Pool.Name(), func(s *v1.Service) error { _, _, err := annotation.Pool.Parse(s); return err }},
+		{annotation.BGPCommunities.Name(), func(s *v1.Service) error { _, _, err := annotation.BGPCommunities.Parse(s); return err }},
+		{annotation.SharingKey.Name(), func(s *v1.Service) error { _, _, err := annotation.SharingKey.Parse(s); return err }},
 	} {
 		t.Run(string(tc.name), func(t *testing.T) {
-			i := slices.IndexFunc(Annotations(), func(d AnnotationDoc) bool { return d.Name == tc.name })
+			i := slices.IndexFunc(annotation.All(), func(d annotation.Doc) bool { return d.Name == tc.name })
 			if i < 0 {
 				t.Fatalf("%s is not listed by Annotations", tc.name)
 			}
-			if err := tc.parse(annotated(v1.ServiceSpec{}, string(tc.name), Annotations()[i].Example)); err != nil {
+			if err := tc.parse(annotated(v1.ServiceSpec{}, string(tc.name), annotation.All()[i].Example)); err != nil {
 				t.Errorf("the example does not read: %v", err)
 			}
 		})
@@ -54,7 +56,7 @@ func TestAnnotationsDeclared(t *testing.T) {
 }
 
 func TestAnnotationParse(t *testing.T) {
-	ips := string(AnnotationLoadBalancerIPs)
+	ips := string(annotation.NameLoadBalancerIPs)
 	for _, tc := range []struct {
 		name    string
 		svc     *v1.Service
@@ -79,10 +81,10 @@ func TestAnnotationParse(t *testing.T) {
 			wantErr: `metal-ccm.io/load-balancer-ips: more than one IPv4 address: invalid annotation`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok, err := loadBalancerIPsAnnotation.Parse(tc.svc)
+			got, ok, err := annotation.LoadBalancerIPs.Parse(tc.svc)
 			if tc.wantErr != "" {
-				if !errors.Is(err, ErrInvalidAnnotation) || err.Error() != tc.wantErr || reasonFor(err) != ReasonInvalidAnnotation {
-					t.Errorf("err = %v, want %q wrapping ErrInvalidAnnotation", err, tc.wantErr)
+				if !errors.Is(err, annotation.ErrInvalid) || err.Error() != tc.wantErr || reasonFor(err) != ReasonInvalidAnnotation {
+					t.Errorf("err = %v, want %q wrapping annotation.ErrInvalid", err, tc.wantErr)
 				}
 				return
 			}
@@ -94,7 +96,7 @@ func TestAnnotationParse(t *testing.T) {
 }
 
 func TestRequestedIPs(t *testing.T) {
-	ips := string(AnnotationLoadBalancerIPs)
+	ips := string(annotation.NameLoadBalancerIPs)
 	for _, tc := range []struct {
 		name    string
 		svc     *v1.Service
@@ -111,7 +113,7 @@ func TestRequestedIPs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := requestedIPs(tc.svc)
 			if tc.wantErr != "" {
-				if !errors.Is(err, ErrInvalidAnnotation) || err.Error() != tc.wantErr {
+				if !errors.Is(err, annotation.ErrInvalid) || err.Error() != tc.wantErr {
 					t.Errorf("err = %v, want %q", err, tc.wantErr)
 				}
 				return

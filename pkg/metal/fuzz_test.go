@@ -12,6 +12,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/utils/ptr"
 
+	"github.com/metal-ccm/metal-ccm/pkg/annotation"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/ipam"
 )
@@ -29,7 +30,7 @@ func fuzzService(ips, pool, sharingKey, lbIP, families, policy, etp, ports strin
 			Selector:              map[string]string{"app": sharingKey},
 		},
 	}
-	for k, v := range map[Annotation]string{AnnotationLoadBalancerIPs: ips, AnnotationPool: pool, AnnotationSharingKey: sharingKey} {
+	for k, v := range map[annotation.Key]string{annotation.NameLoadBalancerIPs: ips, annotation.NamePool: pool, annotation.NameSharingKey: sharingKey} {
 		if v != "" {
 			svc.Annotations[string(k)] = v
 		}
@@ -57,7 +58,7 @@ func fuzzService(ips, pool, sharingKey, lbIP, families, policy, etp, ports strin
 
 // FuzzServiceRequest reads a Service built from fuzzed annotations and spec
 // fields with every parser of the provider: owner, requestedIPs and request.
-// None may panic; a refusal wraps ErrInvalidAnnotation and becomes the
+// None may panic; a refusal wraps annotation.ErrInvalid and becomes the
 // InvalidAnnotation Event; an accepted request asks for at most one address
 // per family, each of a family the Service has, unmapped and without a zone,
 // and reading the requested addresses back gives them again.
@@ -75,8 +76,8 @@ func FuzzServiceRequest(f *testing.F) {
 			t.Fatalf("requestedIPs refused (%v), request accepted", rerr)
 		}
 		if err != nil {
-			if !errors.Is(err, ErrInvalidAnnotation) {
-				t.Fatalf("request refused without ErrInvalidAnnotation: %v", err)
+			if !errors.Is(err, annotation.ErrInvalid) {
+				t.Fatalf("request refused without annotation.ErrInvalid: %v", err)
 			}
 			if got := reasonFor(err); got != ReasonInvalidAnnotation {
 				t.Fatalf("reasonFor(%v) = %s", err, got)

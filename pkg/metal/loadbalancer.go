@@ -16,6 +16,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
+	"github.com/metal-ccm/metal-ccm/pkg/annotation"
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
 	"github.com/metal-ccm/metal-ccm/pkg/ipam"
 	"github.com/metal-ccm/metal-ccm/pkg/lbcontroller"
@@ -143,7 +144,7 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Servic
 			allocations.WithLabelValues("ok").Inc()
 			for _, ip := range c.lb.alloc.OutsidePools(ips) {
 				c.eventf(svc, v1.EventTypeWarning, ReasonAddressOutsidePools,
-					"Address %s is in no configured pool: the Service keeps it, but nothing announces it. Add a pool that holds it (autoAssign: false keeps other Services off it), or delete the Service or name a pool with %s to move it", ip, poolAnnotation.Name())
+					"Address %s is in no configured pool: the Service keeps it, but nothing announces it. Add a pool that holds it (autoAssign: false keeps other Services off it), or delete the Service or name a pool with %s to move it", ip, annotation.Pool.Name())
 			}
 			// Written into the status by someone else, and not kept: the
 			// status is put back, and nothing announced it meanwhile.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/metal-ccm/metal-ccm/pkg/annotation"
 	"github.com/metal-ccm/metal-ccm/pkg/ipam"
 )
 
@@ -127,7 +128,7 @@ func TestRequeue(t *testing.T) {
 		},
 		{
 			name: "the config is reloaded",
-			svcs: []*v1.Service{lbService("wants-second", time.Hour, string(AnnotationPool), "second")},
+			svcs: []*v1.Service{lbService("wants-second", time.Hour, string(annotation.NamePool), "second")},
 			refuse: func(t *testing.T, c *Cloud, s []*v1.Service) {
 				if err := ensure(c, s[0]); !errors.Is(err, ipam.ErrUnknownPool) {
 					t.Fatalf("wants-second: %v, want an unknown pool", err)

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/metal-ccm/metal-ccm/pkg/annotation"
 	"github.com/metal-ccm/metal-ccm/pkg/ipam"
 	"github.com/metal-ccm/metal-ccm/pkg/lbcontroller"
 	"github.com/metal-ccm/metal-ccm/pkg/lbrule"
@@ -25,7 +26,7 @@ func (c *Cloud) wantsLoadBalancer(svc *v1.Service) bool { return c.rule.Wants(sv
 
 // owner describes a Service to the allocator.
 func owner(svc *v1.Service) ipam.Owner {
-	sharingKey, _, _ := sharingKeyAnnotation.Parse(svc) // any text is a key
+	sharingKey, _, _ := annotation.SharingKey.Parse(svc) // any text is a key
 	o := ipam.Owner{
 		// The service controller's key: Services waiting in the allocator
 		// are requeued by it.
@@ -56,7 +57,7 @@ func statusIPs(svc *v1.Service) []netip.Addr {
 
 // request reads what a Service asks for.
 func request(svc *v1.Service) (ipam.Request, error) {
-	pool, _, _ := poolAnnotation.Parse(svc) // any text: an unknown pool is UnknownPool
+	pool, _, _ := annotation.Pool.Parse(svc) // any text: an unknown pool is UnknownPool
 	req := ipam.Request{
 		Owner:      owner(svc),
 		Namespace:  svc.Namespace,
@@ -84,7 +85,7 @@ func request(svc *v1.Service) (ipam.Request, error) {
 			found = found || f == ipam.FamilyOf(ip)
 		}
 		if !found {
-			return ipam.Request{}, fmt.Errorf("requested address %s: its family is not in spec.ipFamilies %v: %w", ip, svc.Spec.IPFamilies, ErrInvalidAnnotation)
+			return ipam.Request{}, fmt.Errorf("requested address %s: its family is not in spec.ipFamilies %v: %w", ip, svc.Spec.IPFamilies, annotation.ErrInvalid)
 		}
 	}
 	req.Requested = requested
@@ -95,13 +96,13 @@ func request(svc *v1.Service) (ipam.Request, error) {
 // spec.loadBalancerIP's (deprecated upstream, still honoured), which reads
 // as the annotation does.
 func requestedIPs(svc *v1.Service) ([]netip.Addr, error) {
-	ips, ok, err := loadBalancerIPsAnnotation.Parse(svc)
+	ips, ok, err := annotation.LoadBalancerIPs.Parse(svc)
 	if ok || err != nil {
 		return ips, err
 	}
-	ips, err = ipsPerFamily.parse(svc.Spec.LoadBalancerIP)
+	ips, err = annotation.ParseIPsPerFamily(svc.Spec.LoadBalancerIP)
 	if err != nil {
-		return nil, invalid("spec.loadBalancerIP", err)
+		return nil, annotation.Invalid("spec.loadBalancerIP", err)
 	}
 	return ips, nil
 }
@@ -112,7 +113,7 @@ func reasonFor(err error) string {
 		err    error
 		reason string
 	}{
-		{ErrInvalidAnnotation, ReasonInvalidAnnotation},
+		{annotation.ErrInvalid, ReasonInvalidAnnotation},
 		{ipam.ErrNotInPool, ReasonIPNotInPool},
 		{ipam.ErrInUse, ReasonIPInUse},
 		{ipam.ErrSharingClash, ReasonSharingClash},

@@ -20,7 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/metal-ccm/metal-ccm/pkg/metal"
+	"github.com/metal-ccm/metal-ccm/pkg/annotation"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 )
 
@@ -228,7 +228,7 @@ func (e *env) l2AgentServices(ctx context.Context, keys []string) error {
 	err := parallel(ctx, len(keys), harnessWorkers, func(ctx context.Context, i int) error {
 		ns, name := splitKey(keys[i])
 		svc := framework.LoadBalancerService(ns, name, framework.WithoutNodePorts,
-			framework.WithAnnotation(string(metal.AnnotationPool), l2AgentUnservedPool))
+			framework.WithAnnotation(string(annotation.NamePool), l2AgentUnservedPool))
 		if _, err := e.cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("bench: create Service %s: %w", keys[i], err)
 		}

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/metal-ccm/metal-ccm/pkg/metal"
+	"github.com/metal-ccm/metal-ccm/pkg/annotation"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
@@ -192,7 +192,7 @@ func (e *env) startTorLab(ctx context.Context) (*torLab, error) {
 		return tl, fmt.Errorf("bench: %w", err)
 	}
 	svc := framework.LoadBalancerService(ns, name, framework.WithoutNodePorts,
-		framework.WithAnnotation(string(metal.AnnotationPool), torUnservedPool))
+		framework.WithAnnotation(string(annotation.NamePool), torUnservedPool))
 	if _, err := e.cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		return tl, fmt.Errorf("bench: create Service %s: %w", torService, err)
 	}

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/metal-ccm/metal-ccm/pkg/annotation"
 	"github.com/metal-ccm/metal-ccm/pkg/metal"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 )
@@ -69,17 +70,17 @@ func TestBadServicesAreRefusedAndDisturbNothing(t *testing.T) {
 	}{
 		{"good", 1, nil},
 		{"good-dual", 2, []framework.ServiceOption{framework.DualStack}},
-		{"good-share", 1, []framework.ServiceOption{framework.WithAnnotation(string(metal.AnnotationSharingKey), "dns"), framework.WithPort(v1.ProtocolUDP, 53)}},
-		{"good-tiny-1", 1, []framework.ServiceOption{framework.WithAnnotation(string(metal.AnnotationPool), "tiny")}},
-		{"good-tiny-2", 1, []framework.ServiceOption{framework.WithAnnotation(string(metal.AnnotationPool), "tiny")}},
+		{"good-share", 1, []framework.ServiceOption{framework.WithAnnotation(string(annotation.NameSharingKey), "dns"), framework.WithPort(v1.ProtocolUDP, 53)}},
+		{"good-tiny-1", 1, []framework.ServiceOption{framework.WithAnnotation(string(annotation.NamePool), "tiny")}},
+		{"good-tiny-2", 1, []framework.ServiceOption{framework.WithAnnotation(string(annotation.NamePool), "tiny")}},
 		// No protocol is refused: the provider only hands out addresses.
 		{"good-sctp", 1, []framework.ServiceOption{framework.WithPort(v1.ProtocolSCTP, 9899)}},
 	} {
 		good[g.name] = waitIPs(t, ns, createLB(t, ns, g.name, g.opts...).Name, g.n, 20*time.Second)
 	}
-	ips := string(metal.AnnotationLoadBalancerIPs)
-	pool := string(metal.AnnotationPool)
-	share := framework.WithAnnotation(string(metal.AnnotationSharingKey), "dns")
+	ips := string(annotation.NameLoadBalancerIPs)
+	pool := string(annotation.NamePool)
+	share := framework.WithAnnotation(string(annotation.NameSharingKey), "dns")
 
 	for _, tc := range []struct {
 		name, reason string
@@ -95,7 +96,7 @@ func TestBadServicesAreRefusedAndDisturbNothing(t *testing.T) {
 		{"lbip-outside-pools", metal.ReasonIPNotInPool, []framework.ServiceOption{framework.WithLoadBalancerIP("198.18.150.2")}},
 		{"ip-of-another-pool", metal.ReasonIPNotInPool, []framework.ServiceOption{framework.WithAnnotation(ips, "198.18.134.5"), framework.WithAnnotation(pool, "tiny")}},
 		{"ip-taken", metal.ReasonIPInUse, []framework.ServiceOption{framework.WithAnnotation(ips, good["good"][0])}},
-		{"ip-taken-other-key", metal.ReasonIPInUse, []framework.ServiceOption{framework.WithAnnotation(string(metal.AnnotationSharingKey), "other"),
+		{"ip-taken-other-key", metal.ReasonIPInUse, []framework.ServiceOption{framework.WithAnnotation(string(annotation.NameSharingKey), "other"),
 			framework.WithPort(v1.ProtocolTCP, 53), framework.WithAnnotation(ips, good["good-share"][0])}},
 		{"port-clash", metal.ReasonSharingClash, []framework.ServiceOption{share, framework.WithPort(v1.ProtocolUDP, 53), framework.WithAnnotation(ips, good["good-share"][0])}},
 		{"policy-clash", metal.ReasonSharingClash, []framework.ServiceOption{share, framework.WithPort(v1.ProtocolTCP, 53), framework.Local,

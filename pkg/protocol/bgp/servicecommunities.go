@@ -22,13 +22,13 @@ var ErrCommunityNotAllowed = errors.New("community not allowed by the pool")
 // annotation cannot be read) or ErrCommunityNotAllowed. It is the one rule:
 // the announcers apply it, and the leader reports its errors as Events.
 func ServiceCommunities(lb *config.LoadBalancer, svc *v1.Service, addr netip.Addr) (community.Set, error) {
-	raw := svc.Annotations[annotation.BGPCommunities]
+	raw := svc.Annotations[string(annotation.NameBGPCommunities)]
 	if raw == "" {
 		return community.Set{}, nil
 	}
 	set, err := community.ParseList(raw)
 	if err != nil {
-		return community.Set{}, fmt.Errorf("%s: %w", annotation.BGPCommunities, err)
+		return community.Set{}, fmt.Errorf("%s: %w", string(annotation.NameBGPCommunities), err)
 	}
 	var allowed community.Set
 	pool := lb.PoolOf(addr)
@@ -41,7 +41,7 @@ func ServiceCommunities(lb *config.LoadBalancer, svc *v1.Service, addr netip.Add
 			where = "pool " + pool.Name
 		}
 		return community.Set{}, fmt.Errorf("%s: %s of %s: %w (%s allows %q); the address is announced without the annotation's communities",
-			annotation.BGPCommunities, out, addr, ErrCommunityNotAllowed, where, allowed.String())
+			string(annotation.NameBGPCommunities), out, addr, ErrCommunityNotAllowed, where, allowed.String())
 	}
 	return set, nil
 }

@@ -42,7 +42,7 @@ loadBalancer:
 		{name: "unreadable", annotation: "65000:200,oops", addr: public, wantErr: community.ErrInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{annotation.BGPCommunities: tc.annotation}}}
+			svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{string(annotation.NameBGPCommunities): tc.annotation}}}
 			got, err := ServiceCommunities(&cfg.LoadBalancer, svc, tc.addr)
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) || !got.Empty() {

@@ -1,4 +1,4 @@
-package metal
+package annotation
 
 import (
 	"fmt"
@@ -10,8 +10,8 @@ import (
 )
 
 // valueType reads one type of annotation value; name is how the reference
-// calls that type. parse returns plain errors: typedAnnotation.Parse adds
-// the annotation's name and ErrInvalidAnnotation.
+// calls that type. parse returns plain errors: Typed.Parse adds the
+// annotation's name and ErrInvalid.
 type valueType[T any] struct {
 	name  string
 	parse func(raw string) (T, error)
@@ -29,10 +29,12 @@ func text(name string) valueType[string] {
 // list is no address.
 var ipsPerFamily = valueType[[]netip.Addr]{
 	name:  "comma-separated IP addresses, at most one per family",
-	parse: parseIPsPerFamily,
+	parse: ParseIPsPerFamily,
 }
 
-func parseIPsPerFamily(raw string) ([]netip.Addr, error) {
+// ParseIPsPerFamily reads such a list (the provider reads
+// spec.loadBalancerIP with it too).
+func ParseIPsPerFamily(raw string) ([]netip.Addr, error) {
 	if strings.TrimSpace(raw) == "" {
 		return nil, nil
 	}
