@@ -16,7 +16,7 @@ import (
 
 	"github.com/metal-ccm/metal-ccm/pkg/cachetrim"
 	"github.com/metal-ccm/metal-ccm/pkg/extension"
-	// registers the "metal" provider
+	_ "github.com/metal-ccm/metal-ccm/pkg/metal" // registers the "metal" provider
 )
 
 // manager is the state one run of the command shares between the upstream
