@@ -12,7 +12,8 @@ command -v go >/dev/null || { echo "Go 1.26 is required (https://go.dev/dl)"; ex
 # plugins (/usr/lib/cni) and nftables (kube-proxy's mode runs nft). The test
 # process relays the API server into the node namespaces itself, and
 # kube-proxy clears conntrack entries over netlink: no socat, no conntrack.
-# kubelet and kube-proxy themselves come from hack/build.sh.
+# kubelet and kube-proxy themselves come from hack/build.sh. The IPMI
+# power-state source's tests run OpenIPMI's ipmi_sim and ipmitool.
 missing_packages() {
 	if ! command -v bird >/dev/null && [ ! -x /usr/sbin/bird ]; then
 		echo bird2 iproute2 curl
@@ -22,6 +23,10 @@ missing_packages() {
 	command -v runc >/dev/null || echo runc
 	[ -x /usr/lib/cni/bridge ] || [ -x /opt/cni/bin/bridge ] || echo containernetworking-plugins
 	command -v nft >/dev/null || echo nftables
+	# The IPMI power-state source's tests run a real BMC (OpenIPMI's
+	# ipmi_sim) on loopback, and ipmitool as an independent client.
+	command -v ipmi_sim >/dev/null || echo openipmi
+	command -v ipmitool >/dev/null || echo ipmitool
 }
 
 install_packages() {

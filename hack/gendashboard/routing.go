@@ -21,7 +21,7 @@ func bgp() row {
 		series("Replica prefixes announced", "Prefixes (LoadBalancer addresses, pod CIDRs) each replica announces to its peers. Replicas that announce the same addresses show the same count.",
 			look{unit: "short", min: ptr(0.0)},
 			query{ccm("metal_ccm_bgp_announced_prefixes"), "{{instance}}"}),
-		series("Addresses outside the pools", "Addresses in Services' status that the replicas and node agents leave out because no pool announced with their protocol holds them. Above 0: someone wrote an address outside the pools into a status (a Warning AddressOutsidePools is on the Service).",
+		series("Addresses outside the pools", "Addresses in Services' status that the replicas and node agents leave out because no pool holds them. Above 0: someone wrote an address outside the pools into a status (a Warning AddressOutsidePools is on the Service).",
 			look{unit: "short", min: ptr(0.0)},
 			query{"max(" + ccm("metal_ccm_addresses_outside_pools") + ")", "replicas"},
 			query{"max(" + agent("metal_ccm_agent_addresses_outside_pools") + ")", "agents"}),

@@ -13,7 +13,7 @@ type row struct {
 }
 
 func rows() []row {
-	return []row{overview(), pools(), bgp(), agents(), health(), l2(), replicas()}
+	return []row{overview(), pools(), bgp(), agents(), health(), l2(), power(), replicas()}
 }
 
 // Grafana's own interval variables; the test replaces them before parsing.

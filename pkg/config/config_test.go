@@ -140,7 +140,6 @@ func TestValidationErrorsNameEveryField(t *testing.T) {
 `,
 			want: []string{
 				`nodes.discovery.policy: Unsupported value: "Maybe"`,
-				`nodes.powerState.source: Unsupported value: "ipmi-nowhere"`,
 				`nodes.powerState.settings: Invalid value: "[1,2]": must be an object`,
 				`nodes.inventory[0].powerState: Invalid value: "\"bmc\"": must be an object`,
 				`nodes.topology[1].subnet: Invalid value: "198.18.4.0/24": overlaps topology[0].subnet 198.18.0.0/16`,

@@ -11,8 +11,6 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/metal-ccm/metal-ccm/pkg/powerstate"
 )
 
 // Validate reports every problem of a defaulted config at once, each with its
@@ -76,9 +74,9 @@ func (n *Nodes) validate(p *field.Path) field.ErrorList {
 			[]DiscoveryPolicy{DiscoveryAccept, DiscoveryReject}))
 	}
 	errs = append(errs, validateTopology(p.Child("topology"), n.Topology)...)
-	if !powerstate.Registered(n.PowerState.Source) {
-		errs = append(errs, field.NotSupported(p.Child("powerState", "source"), n.PowerState.Source, powerstate.Names()))
-	}
+	// The source's name is checked where the sources are linked (the
+	// provider: pkg/powerstate/builtin), not here: the node agent reads
+	// this config too and links none.
 	errs = append(errs, validateObject(p.Child("powerState", "settings"), n.PowerState.Settings)...)
 	for i := range n.Inventory {
 		errs = append(errs, validateObject(p.Child("inventory").Index(i).Child("powerState"), n.Inventory[i].PowerState)...)

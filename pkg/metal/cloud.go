@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -23,6 +24,7 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/lbcontroller"
 	"github.com/metal-ccm/metal-ccm/pkg/lbrule"
 	"github.com/metal-ccm/metal-ccm/pkg/powerstate"
+	_ "github.com/metal-ccm/metal-ccm/pkg/powerstate/builtin" // the power-state sources
 	"github.com/metal-ccm/metal-ccm/pkg/protocol"
 )
 
@@ -61,6 +63,8 @@ type Cloud struct {
 	// agentRoutes: with announceFrom Nodes and routes.enabled, the pod
 	// routes the node agents announce.
 	agentRoutes atomic.Pointer[agentRoutes]
+	// power: the last power-state conclusion about each node.
+	power powerEvidence
 	// statusKick wakes the leader's Service status writer.
 	statusKick chan struct{}
 }
@@ -89,9 +93,13 @@ func New(cfg *config.CloudConfig) (*Cloud, error) {
 
 func newState(cfg *config.CloudConfig) (*state, error) {
 	nodes := newNodeIndex(&cfg.Nodes)
-	power, err := powerstate.New(cfg.Nodes.PowerState.Source, cfg.Nodes.PowerState.Settings)
+	ps := cfg.Nodes.PowerState
+	if !powerstate.Registered(ps.Source) {
+		return nil, field.NotSupported(field.NewPath("nodes", "powerState", "source"), ps.Source, powerstate.Names())
+	}
+	power, err := powerstate.New(ps.Source, ps.Settings)
 	if err != nil {
-		return nil, fmt.Errorf("nodes.powerState: %w", err)
+		return nil, fmt.Errorf("nodes.powerState.settings: %w", err)
 	}
 	return &state{cfg: cfg, nodes: nodes, power: power, pools: buildPools(cfg.LoadBalancer.Pools)}, nil
 }

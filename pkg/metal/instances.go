@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
@@ -16,16 +17,6 @@ import (
 )
 
 var _ cloudprovider.InstancesV2 = (*Cloud)(nil)
-
-// Event reasons recorded on nodes. They are stable: alerts may match them.
-const (
-	// ReasonDiscoveryRejected: the node is not in the inventory and
-	// nodes.discovery.policy is Reject, so it stays uninitialized.
-	ReasonDiscoveryRejected = "DiscoveryRejected"
-	// ReasonNodeIPUnknown: the node has no address to go by (no
-	// provided-node-ip annotation and no IP in its status).
-	ReasonNodeIPUnknown = "NodeIPUnknown"
-)
 
 // ErrNodeIPUnknown is returned for a node whose addresses cannot be told.
 var ErrNodeIPUnknown = errors.New("node has no provided node IP and no IP address")
@@ -50,7 +41,8 @@ func (c *Cloud) InstanceExists(ctx context.Context, node *v1.Node) (bool, error)
 
 // InstanceShutdown asks the configured power-state source about the node's
 // machine, with the machine's inventory id and settings when it has an
-// inventory entry.
+// inventory entry. Only the source's Off is a shutdown; an error, whatever
+// its cause, is not. A changed conclusion is an Event on the node.
 func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
 	st := c.state.Load()
 	m := powerstate.Machine{Node: node}
@@ -58,6 +50,10 @@ func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, erro
 		m.ID, m.Settings = entry.ID, entry.PowerState
 	}
 	off, err := st.power.Shutdown(ctx, m)
+	if st.cfg.Nodes.PowerState.Source != powerstate.None {
+		// Only Off is evidence of a shutdown: an error is never one.
+		c.powerEvent(node, st.cfg.Nodes.PowerState.Source, off && err == nil, err, time.Now())
+	}
 	if err != nil {
 		return false, fmt.Errorf("instance shutdown %s: %w", node.Name, err)
 	}

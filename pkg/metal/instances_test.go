@@ -202,7 +202,7 @@ func TestInstanceShutdown(t *testing.T) {
 	})
 	doc := strings.Replace(testConfig, "    labels: {metal-ccm.io/rack: r1}\n",
 		"    labels: {metal-ccm.io/rack: r1}\n    powerState: {bmc: 198.18.30.1}\n", 1)
-	c, _ := newTestCloud(t, doc+"  powerState: {source: test-fake, settings: {endpoint: 198.18.30.2}}\n")
+	c, rec := newTestCloud(t, doc+"  powerState: {source: test-fake, settings: {endpoint: 198.18.30.2}}\n")
 	for name, want := range map[string]bool{"a": true, "b": false} {
 		if got, err := c.InstanceShutdown(context.Background(), node(name, "", "", false)); err != nil || got != want {
 			t.Errorf("%s: InstanceShutdown = %v, %v; want %v", name, got, err, want)
@@ -210,6 +210,26 @@ func TestInstanceShutdown(t *testing.T) {
 	}
 	if _, err := c.InstanceShutdown(context.Background(), node("zz", "", "", false)); err == nil {
 		t.Error("a source error was not returned")
+	}
+	// One Event per changed conclusion: a's Off and zz's error; b's first On
+	// is no news, and asking again records nothing.
+	_, _ = c.InstanceShutdown(context.Background(), node("a", "", "", false))
+	var got []string
+	for len(rec.Events) > 0 {
+		e := <-rec.Events
+		got = append(got, strings.Fields(e)[1])
+	}
+	slices.Sort(got)
+	if want := []string{ReasonPowerStateUnknown, ReasonPoweredOff}; !slices.Equal(got, want) {
+		t.Errorf("Events %v, want %v", got, want)
+	}
+	// An unknown source is refused, naming the field.
+	if _, err := config.Parse([]byte(testConfig + "  powerState: {source: ipmi-nowhere}\n")); err != nil {
+		t.Fatalf("the config's own validation leaves the source name to the provider: %v", err)
+	}
+	cfg, _ := config.Parse([]byte(testConfig + "  powerState: {source: ipmi-nowhere}\n"))
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), `nodes.powerState.source: Unsupported value: "ipmi-nowhere"`) {
+		t.Errorf("New with an unknown source: %v", err)
 	}
 	// The default source never reports a shutdown.
 	d, _ := newTestCloud(t, testConfig)

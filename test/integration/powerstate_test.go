@@ -1,0 +1,92 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/metal-ccm/metal-ccm/pkg/metal"
+	"github.com/metal-ccm/metal-ccm/test/framework"
+)
+
+// shutdownTaint is the taint upstream's cloud node lifecycle controller puts
+// on a NotReady node that the provider says is shut down.
+const shutdownTaint = "node.cloudprovider.kubernetes.io/shutdown"
+
+// TestBMCPowerOffMarksTheNodeShutDown runs the whole chain with a real BMC
+// (ipmi_sim): two NotReady nodes whose machines have BMCs, one reached with
+// its credentials, one with a wrong password. Powered off through its BMC
+// by an independent client (ipmitool), the first gets the shutdown taint
+// and a PoweredOff Event; the second, whose BMC cannot be asked, only a
+// PowerStateUnknown Event and never the taint, though its machine is off
+// too.
+func TestBMCPowerOffMarksTheNodeShutDown(t *testing.T) {
+	good := framework.StartBMC(t, "pw-good", "exec sleep 100000")
+	refused := framework.StartBMC(t, "pw-refused", "exec sleep 100000")
+	cfg := writeConfig(t, fmt.Sprintf(`nodes:
+  powerState: {source: ipmi, settings: {timeout: 2s, cacheAge: 1s}}
+  inventory:
+  - name: pw-good
+    addresses: [{type: InternalIP, address: 198.18.3.10}]
+    powerState: {address: %q, usernameFile: %q, passwordFile: %q}
+  - name: pw-refused
+    addresses: [{type: InternalIP, address: 198.18.3.11}]
+    powerState: {address: %q, usernameFile: %q, passwordFile: %q}
+`, good.Addr, good.UserFile, good.PasswordFile, refused.Addr, refused.UserFile, good.PasswordFile))
+	startCCM(t, framework.CCMOptions{CloudConfig: cfg})
+	registerNode(t, "pw-good", false, "198.18.3.10")
+	registerNode(t, "pw-refused", false, "198.18.3.11")
+	waitInitialized(t, "pw-good", 30*time.Second)
+	waitInitialized(t, "pw-refused", 30*time.Second)
+
+	refused.Power(t, false)
+	good.Power(t, false)
+	waitNodeTaint(t, "pw-good", shutdownTaint, 30*time.Second)
+	waitNodeEvent(t, "pw-good", metal.ReasonPoweredOff, 10*time.Second)
+	waitNodeEvent(t, "pw-refused", metal.ReasonPowerStateUnknown, 10*time.Second)
+	n, err := client.CoreV1().Nodes().Get(t.Context(), "pw-refused", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(n.Spec.Taints, func(tt v1.Taint) bool { return tt.Key == shutdownTaint }) {
+		t.Errorf("node pw-refused, whose BMC refused the credentials, got the shutdown taint: %v", n.Spec.Taints)
+	}
+}
+
+// waitNodeTaint waits until the node has a taint of that key.
+func waitNodeTaint(t *testing.T, name, key string, timeout time.Duration) {
+	t.Helper()
+	var last []v1.Taint
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil //nolint:nilerr // keep polling through transient errors
+		}
+		last = n.Spec.Taints
+		return slices.ContainsFunc(n.Spec.Taints, func(tt v1.Taint) bool { return tt.Key == key }), nil
+	})
+	if err != nil {
+		t.Fatalf("node %s has no taint %s within %s (taints: %v)", name, key, timeout, last)
+	}
+}
+
+// waitNodeEvent waits until an Event of that reason is recorded on the node.
+func waitNodeEvent(t *testing.T, name, reason string, timeout time.Duration) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		return slices.ContainsFunc(nodeEvents(ctx, t, name), func(e v1.Event) bool { return e.Reason == reason }), nil
+	})
+	if err != nil {
+		var seen []string
+		for _, e := range nodeEvents(t.Context(), t, name) {
+			seen = append(seen, e.Reason+": "+e.Message)
+		}
+		t.Fatalf("no Event %s on node %s within %s (seen: %v)", reason, name, timeout, seen)
+	}
+}
