@@ -73,6 +73,7 @@ func (l *Lab) build() error {
 		return fmt.Errorf("temp dir: %w", err)
 	}
 	l.Dir = dir
+	l.routerNS = newRouterNS(l.Router, dir, l.Opts.Router, l.routerConfig())
 	for _, ns := range append([]string{l.Router, l.Client}, l.Nodes...) {
 		if err := l.addNamespace(ns); err != nil {
 			return err

@@ -186,7 +186,7 @@ func (ls *LeafSpine) buildRack(r int) error {
 	}
 	// The ToR's sessions: with the nodes on the bridge, with the spine on
 	// the uplink.
-	if err := ls.routers[tor].lab.rt.prepareLinks(bridgeName, lsUplink); err != nil {
+	if err := ls.routers[tor].rt.prepareLinks(bridgeName, lsUplink); err != nil {
 		return err
 	}
 	for i, ns := range ls.Racks[r] {
