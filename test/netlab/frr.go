@@ -89,7 +89,7 @@ func (n *routerNS) vtyshTo(daemon string, commands ...string) (string, error) {
 // runs zebra, then bgpd, in n's namespace, each until it answers on its
 // vty socket, and bgpd until it has at least wantSessions neighbours (a
 // listen range adds more as they connect). The daemons' PIDs stay in n,
-// whose close stops them.
+// whose closeRouter stops them.
 func (n *routerNS) runFRR(conf string, wantSessions int) error {
 	if err := n.writeFRRFiles(conf); err != nil {
 		return err

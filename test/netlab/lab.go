@@ -331,7 +331,7 @@ func (l *Lab) Close() error {
 	}
 	var errs []error
 	if l.routerNS != nil {
-		errs = append(errs, l.routerNS.close())
+		errs = append(errs, l.closeRouter())
 	}
 	for _, link := range l.links {
 		if err := run("ip", "link", "del", "dev", link); err != nil {

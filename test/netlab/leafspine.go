@@ -239,7 +239,7 @@ func (ls *LeafSpine) Close() error {
 	// the namespaces go below.
 	for _, ns := range ls.routerOrder() {
 		if rt := ls.routers[ns]; rt != nil {
-			errs = append(errs, rt.close())
+			errs = append(errs, rt.closeRouter())
 			ls.savedLog += routerLogHeader(ns, rt) + rt.RouterLog() + "\n"
 		}
 	}

@@ -25,7 +25,7 @@ type routerNS struct {
 	// frrMadeTmpBase: FRR's /var/tmp/frr did not exist before the lab.
 	frrMadeTmpBase bool
 	closed         bool
-	savedLog       string // the daemons' log, read before close removes dir
+	savedLog       string // the daemons' log, read before closeRouter removes dir
 }
 
 // newRouterNS is the router of namespace ns, kind kind, with its folder
@@ -36,9 +36,9 @@ func newRouterNS(ns, dir string, kind RouterKind, cfg routerConfig) *routerNS {
 	return n
 }
 
-// close stops the daemons by PID, keeps their log and removes the folder.
+// closeRouter stops the daemons by PID, keeps their log and removes the folder.
 // It is safe to call more than once.
-func (n *routerNS) close() error {
+func (n *routerNS) closeRouter() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
@@ -78,7 +78,7 @@ func (n *routerNS) RouterPID() int {
 // BirdPID is RouterPID, kept for existing callers.
 func (n *routerNS) BirdPID() int { return n.RouterPID() }
 
-// RouterLog is the router daemons' output so far (kept after close).
+// RouterLog is the router daemons' output so far (kept after closeRouter).
 func (n *routerNS) RouterLog() string {
 	n.mu.Lock()
 	saved, closed := n.savedLog, n.closed
