@@ -101,8 +101,8 @@ func channel(f Family) string {
 }
 
 // runBird writes conf as BIRD's config and runs BIRD in n's namespace
-// until its control socket answers; its PID stays in n, whose closeRouter stops
-// it.
+// until its control socket answers; its PID stays in n, whose closeRouter
+// stops it.
 func (n *routerNS) runBird(conf string) error {
 	if err := os.WriteFile(n.birdConfPath(), []byte(conf), 0o600); err != nil {
 		return fmt.Errorf("write bird config: %w", err)

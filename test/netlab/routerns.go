@@ -36,8 +36,8 @@ func newRouterNS(ns, dir string, kind RouterKind, cfg routerConfig) *routerNS {
 	return n
 }
 
-// closeRouter stops the daemons by PID, keeps their log and removes the folder.
-// It is safe to call more than once.
+// closeRouter stops the daemons by PID, keeps their log and removes the
+// folder. It is safe to call more than once.
 func (n *routerNS) closeRouter() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
