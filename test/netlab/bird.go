@@ -20,11 +20,11 @@ var (
 func sbin(name string) string { return lookPath(name, "/usr/sbin") }
 
 // BirdSocket is the path of BIRD's control socket (for birdc -s).
-func (l *Lab) BirdSocket() string { return filepath.Join(l.Dir, "bird.ctl") }
+func (n *routerNS) BirdSocket() string { return filepath.Join(n.dir, "bird.ctl") }
 
-func (l *Lab) birdConfPath() string { return filepath.Join(l.Dir, "bird.conf") }
+func (n *routerNS) birdConfPath() string { return filepath.Join(n.dir, "bird.conf") }
 
-func (l *Lab) birdLogPath() string { return filepath.Join(l.Dir, "bird.log") }
+func (n *routerNS) birdLogPath() string { return filepath.Join(n.dir, "bird.log") }
 
 // ProtocolName is the BIRD protocol of speaker i's session of family f.
 func ProtocolName(f Family, i int) string { return fmt.Sprintf("spk%d_%d", f, i) }
@@ -100,52 +100,52 @@ func channel(f Family) string {
 	return "ipv4"
 }
 
-// runBird writes conf as BIRD's config and runs BIRD in l's router
-// namespace until its control socket answers; its PID stays in l, whose
-// Close stops it.
-func (l *Lab) runBird(conf string) error {
-	if err := os.WriteFile(l.birdConfPath(), []byte(conf), 0o600); err != nil {
+// runBird writes conf as BIRD's config and runs BIRD in n's namespace
+// until its control socket answers; its PID stays in n, whose closeRouter
+// stops it.
+func (n *routerNS) runBird(conf string) error {
+	if err := os.WriteFile(n.birdConfPath(), []byte(conf), 0o600); err != nil {
 		return fmt.Errorf("write bird config: %w", err)
 	}
-	p, err := framework.StartProcess("bird", l.birdLogPath(), false,
-		"ip", "netns", "exec", l.Router, birdPath, "-f", "-c", l.birdConfPath(), "-s", l.BirdSocket())
+	p, err := framework.StartProcess("bird", n.birdLogPath(), false,
+		"ip", "netns", "exec", n.ns, birdPath, "-f", "-c", n.birdConfPath(), "-s", n.BirdSocket())
 	if err != nil {
 		return err
 	}
-	l.mu.Lock()
-	l.bird = p
-	l.mu.Unlock()
+	n.mu.Lock()
+	n.bird = p
+	n.mu.Unlock()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := l.Birdc("show", "status"); err == nil {
+		if _, err := n.Birdc("show", "status"); err == nil {
 			return nil
 		}
 		if p.Exited() {
 			return fmt.Errorf("bird exited; its log:\n%s", p.Log())
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("bird control socket %s did not answer; log:\n%s", l.BirdSocket(), p.Log())
+			return fmt.Errorf("bird control socket %s did not answer; log:\n%s", n.BirdSocket(), p.Log())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-// stopBird stops the BIRD process the lab started, by its PID; l.mu is held.
-func (l *Lab) stopBird() {
-	if l.bird != nil {
-		l.bird.Stop(routerStopGrace)
-		l.bird = nil
+// stopBird stops the BIRD process n started, by its PID; n.mu is held.
+func (n *routerNS) stopBird() {
+	if n.bird != nil {
+		n.bird.Stop(routerStopGrace)
+		n.bird = nil
 	}
 }
 
 // Birdc runs a birdc command against the lab's BIRD and returns its output.
-func (l *Lab) Birdc(args ...string) (string, error) {
-	return output(birdcPath, append([]string{"-s", l.BirdSocket()}, args...)...)
+func (n *routerNS) Birdc(args ...string) (string, error) {
+	return output(birdcPath, append([]string{"-s", n.BirdSocket()}, args...)...)
 }
 
 // birdRouter is BIRD 2 as a lab's router: one process, l.bird.
 type birdRouter struct {
-	l   *Lab
+	n   *routerNS
 	cfg routerConfig
 }
 
@@ -154,22 +154,22 @@ func (r *birdRouter) config() (string, error) { return r.cfg.bird(), nil }
 // prepareLinks: BIRD needs nothing beyond the lab's addresses.
 func (r *birdRouter) prepareLinks(...string) error { return nil }
 
-func (r *birdRouter) start() error { return r.l.runBird(r.cfg.bird()) }
+func (r *birdRouter) start() error { return r.n.runBird(r.cfg.bird()) }
 
-func (r *birdRouter) stop() { r.l.stopBird() }
+func (r *birdRouter) stop() { r.n.stopBird() }
 
 func (r *birdRouter) pid() int {
-	if r.l.bird == nil {
+	if r.n.bird == nil {
 		return 0
 	}
-	return r.l.bird.PID()
+	return r.n.bird.PID()
 }
 
-func (r *birdRouter) log() string { return readLog("bird", r.l.birdLogPath()) }
+func (r *birdRouter) log() string { return readLog("bird", r.n.birdLogPath()) }
 
 // sessionStates reads the BGP protocols' states from birdc.
 func (r *birdRouter) sessionStates() (map[netip.Addr]string, error) {
-	out, err := r.l.Birdc("show", "protocols")
+	out, err := r.n.Birdc("show", "protocols")
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func (r *birdRouter) sessionStates() (map[netip.Addr]string, error) {
 }
 
 func (r *birdRouter) paths(prefix netip.Prefix) ([]Path, error) {
-	out, err := r.l.Birdc("show", "route", prefix.String(), "all")
+	out, err := r.n.Birdc("show", "route", prefix.String(), "all")
 	if err != nil {
 		if strings.Contains(out, "Network not found") {
 			return nil, nil // birdc's answer (and exit code 1) for no route

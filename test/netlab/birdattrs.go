@@ -24,12 +24,12 @@ type BirdRoute struct {
 // BirdRoutes are the BGP routes BIRD holds for exactly prefix, from every
 // session, with their attributes (`birdc show route PREFIX all`); with a
 // filter (Options.BirdExtra), those it accepts, as it changed them.
-func (l *Lab) BirdRoutes(prefix netip.Prefix, filter string) ([]BirdRoute, error) {
+func (n *routerNS) BirdRoutes(prefix netip.Prefix, filter string) ([]BirdRoute, error) {
 	args := []string{"show", "route", prefix.String(), "all"}
 	if filter != "" {
 		args = append(args, "filter", filter)
 	}
-	out, err := l.Birdc(args...)
+	out, err := n.Birdc(args...)
 	if err != nil {
 		if strings.Contains(out, "Network not found") {
 			return nil, nil

@@ -65,7 +65,7 @@ func ParseBirdProtocols(out string) []BirdProtocol {
 		}
 		finish()
 		fields := strings.Fields(line)
-		inRow = len(fields) >= 4 && !(fields[0] == "Name" && fields[1] == "Proto")
+		inRow = len(fields) >= 4 && (fields[0] != "Name" || fields[1] != "Proto")
 		if !inRow {
 			continue
 		}

@@ -73,6 +73,7 @@ func (l *Lab) build() error {
 		return fmt.Errorf("temp dir: %w", err)
 	}
 	l.Dir = dir
+	l.routerNS = newRouterNS(l.Router, dir, l.Opts.Router, l.routerConfig())
 	for _, ns := range append([]string{l.Router, l.Client}, l.Nodes...) {
 		if err := l.addNamespace(ns); err != nil {
 			return err
@@ -132,13 +133,31 @@ func defaultRouteArgs(gw netip.Addr) []string {
 	return []string{"-6", "route", "add", "default", "via", gw.String()}
 }
 
-// configureLink gives dev in ns ("" = host) the addresses and brings it up,
-// without IPv6 link-local addresses (every address stays in the lab ranges;
-// an FRR router is the one exception, see frrRouter.prepareLinks).
+// configureLink gives dev in ns ("" = host) the addresses, each in a /24
+// or a /64, and brings it up (configurePrefixes).
 func configureLink(ns, dev string, addrs ...netip.Addr) error {
+	prefixes := make([]netip.Prefix, len(addrs))
+	for i, a := range addrs {
+		prefixes[i] = netip.PrefixFrom(a, 24)
+		if a.Is6() {
+			prefixes[i] = netip.PrefixFrom(a, 64)
+		}
+	}
+	return configurePrefixes(ns, dev, prefixes...)
+}
+
+// configurePrefixes gives dev in ns ("" = host) the prefixes' addresses and
+// brings it up, without IPv6 link-local addresses (every address stays in
+// the lab ranges; an FRR router is the one exception, see
+// frrRouter.prepareLinks).
+func configurePrefixes(ns, dev string, prefixes ...netip.Prefix) error {
 	cmds := [][]string{{"link", "set", "dev", dev, "addrgenmode", "none"}}
-	for _, a := range addrs {
-		cmds = append(cmds, addrArgs(a, dev))
+	for _, p := range prefixes {
+		if p.Addr().Is4() {
+			cmds = append(cmds, []string{"addr", "add", p.String(), "dev", dev})
+		} else {
+			cmds = append(cmds, []string{"-6", "addr", "add", p.String(), "dev", dev, "nodad"})
+		}
 	}
 	cmds = append(cmds, []string{"link", "set", "dev", dev, "up"})
 	for _, c := range cmds {
@@ -149,32 +168,19 @@ func configureLink(ns, dev string, addrs ...netip.Addr) error {
 	return nil
 }
 
-// bridgePort enslaves the router end dev of a veth to the bridge.
-func (l *Lab) bridgePort(dev string) error {
-	if err := ipn(l.Router, "link", "set", "dev", dev, "addrgenmode", "none"); err != nil {
-		return err
-	}
-	return ipn(l.Router, "link", "set", "dev", dev, "master", bridgeName, "up")
-}
+// segment is the node segment: the bridge in the router namespace.
+func (l *Lab) segment() segment { return segment{ns: l.Router} }
 
 func (l *Lab) buildRouter() error {
-	if err := ipn(l.Router, "link", "add", bridgeName, "type", "bridge", "mcast_snooping", "0"); err != nil {
-		return err
-	}
-	// A bridge takes the lowest MAC of its ports unless its own is set, and
-	// a change flushes its neighbour entries, the permanent ones too: pin it.
-	mac, err := linkMAC(l.Router, bridgeName)
+	seg, err := newSegment(l.Router)
 	if err != nil {
-		return err
-	}
-	if err := ipn(l.Router, "link", "set", "dev", bridgeName, "address", mac); err != nil {
 		return err
 	}
 	addrs := []netip.Addr{RouterAddr(IPv4), RouterAddr(IPv6)}
 	if l.Opts.SecondRouter {
 		addrs = append(addrs, SecondRouterAddr(IPv4), SecondRouterAddr(IPv6))
 	}
-	if err := configureLink(l.Router, bridgeName, addrs...); err != nil {
+	if err := seg.gateway(addrs...); err != nil {
 		return err
 	}
 	_, err = l.Exec(l.Router, "sysctl", "-q", "-w",
@@ -188,62 +194,18 @@ func (l *Lab) buildRouter() error {
 }
 
 func (l *Lab) buildNode(i int) error {
-	ns, port := l.Nodes[i], fmt.Sprintf("n%d", i)
-	if err := ipn(ns, "link", "add", nsLink, "type", "veth", "peer", "name", port, "netns", l.Router); err != nil {
-		return err
-	}
-	if err := l.bridgePort(port); err != nil {
-		return err
-	}
-	if err := configureLink(ns, nsLink, NodeAddr(IPv4, i), NodeAddr(IPv6, i)); err != nil {
-		return err
-	}
-	if err := l.staticNeighbors(ns, NodeAddr(IPv6, i), bridgeName, RouterAddr(IPv6)); err != nil {
-		return err
-	}
-	if err := ipn(ns, defaultRouteArgs(RouterAddr(IPv4))...); err != nil {
-		return err
-	}
-	return ipn(ns, defaultRouteArgs(RouterAddr(IPv6))...)
+	return l.segment().attachNode(l.Nodes[i], fmt.Sprintf("n%d", i),
+		NodeAddr(IPv4, i), NodeAddr(IPv6, i), RouterAddr(IPv4), RouterAddr(IPv6))
 }
 
 func (l *Lab) buildClient() error {
-	if err := ipn(l.Client, "link", "add", nsLink, "type", "veth", "peer", "name", routerClient, "netns", l.Router); err != nil {
+	if err := veth(l.Client, nsLink, l.Router, routerClient); err != nil {
 		return err
 	}
 	if err := configureLink(l.Router, routerClient, ClientGateway(IPv4), ClientGateway(IPv6)); err != nil {
 		return err
 	}
-	if err := configureLink(l.Client, nsLink, ClientAddr(IPv4), ClientAddr(IPv6)); err != nil {
-		return err
-	}
-	if err := l.staticNeighbors(l.Client, ClientAddr(IPv6), routerClient, ClientGateway(IPv6)); err != nil {
-		return err
-	}
-	if err := ipn(l.Client, defaultRouteArgs(ClientGateway(IPv4))...); err != nil {
-		return err
-	}
-	return ipn(l.Client, defaultRouteArgs(ClientGateway(IPv6))...)
-}
-
-// staticNeighbors gives the router and namespace ns permanent IPv6
-// neighbour entries for each other: a (ns's address on its lab link) on the
-// router's dev, and the router's address gw on ns's link. Without link-local
-// addresses the kernel cannot solicit a neighbour for a packet whose source
-// is not on the outgoing link (a forwarded packet, or a reply from a VIP on
-// lo), so the lab states them.
-func (l *Lab) staticNeighbors(ns string, a netip.Addr, dev string, gw netip.Addr) error {
-	mac, err := linkMAC(ns, nsLink)
-	if err != nil {
-		return err
-	}
-	if err := ipn(l.Router, "-6", "neigh", "replace", a.String(), "lladdr", mac, "dev", dev, "nud", "permanent"); err != nil {
-		return err
-	}
-	if mac, err = linkMAC(l.Router, dev); err != nil {
-		return err
-	}
-	return ipn(ns, "-6", "neigh", "replace", gw.String(), "lladdr", mac, "dev", nsLink, "nud", "permanent")
+	return routeVia(l.Client, ClientAddr(IPv4), ClientAddr(IPv6), l.Router, routerClient, ClientGateway(IPv4), ClientGateway(IPv6))
 }
 
 // linkMAC is the MAC address of dev in ns.
@@ -274,7 +236,7 @@ func (l *Lab) buildHost() error {
 	l.mu.Lock()
 	l.links = append(l.links, l.HostLink)
 	l.mu.Unlock()
-	if err := l.bridgePort(routerSpeakers); err != nil {
+	if err := l.segment().port(routerSpeakers); err != nil {
 		return err
 	}
 	return configureLink("", l.HostLink, append(l.SpeakerAddrs(IPv4), l.SpeakerAddrs(IPv6)...)...)

@@ -60,22 +60,22 @@ func AvailableFRR() error {
 
 // FRRDir holds the FRR daemons' config, pid files and vty sockets; it belongs
 // to the frr user, which the daemons run as.
-func (l *Lab) FRRDir() string { return filepath.Join(l.Dir, "frr") }
+func (n *routerNS) FRRDir() string { return filepath.Join(n.dir, "frr") }
 
-func (l *Lab) frrFile(name string) string { return filepath.Join(l.FRRDir(), name) }
+func (n *routerNS) frrFile(name string) string { return filepath.Join(n.FRRDir(), name) }
 
-func (l *Lab) frrLogPath(daemon string) string { return filepath.Join(l.Dir, daemon+".log") }
+func (n *routerNS) frrLogPath(daemon string) string { return filepath.Join(n.dir, daemon+".log") }
 
 // Vtysh runs vtysh commands against the lab's FRR daemons (and only them:
 // its own vty socket folder and an empty vtysh.conf, never /etc/frr or
 // /var/run/frr) and returns the output.
-func (l *Lab) Vtysh(commands ...string) (string, error) {
-	return l.vtyshTo("", commands...)
+func (n *routerNS) Vtysh(commands ...string) (string, error) {
+	return n.vtyshTo("", commands...)
 }
 
 // vtyshTo runs vtysh commands against one daemon ("" = all).
-func (l *Lab) vtyshTo(daemon string, commands ...string) (string, error) {
-	args := []string{"--vty_socket", l.FRRDir(), "--config_dir", l.FRRDir()}
+func (n *routerNS) vtyshTo(daemon string, commands ...string) (string, error) {
+	args := []string{"--vty_socket", n.FRRDir(), "--config_dir", n.FRRDir()}
 	if daemon != "" {
 		args = append(args, "-d", daemon)
 	}
@@ -86,42 +86,42 @@ func (l *Lab) vtyshTo(daemon string, commands ...string) (string, error) {
 }
 
 // runFRR writes bgpd's config conf (with zebra's defaults) into FRRDir and
-// runs zebra, then bgpd, in l's router namespace, each until it answers on
-// its vty socket, and bgpd until it has at least wantSessions neighbours
-// (a listen range adds more as they connect). The daemons' PIDs stay in l,
-// whose Close stops them.
-func (l *Lab) runFRR(conf string, wantSessions int) error {
-	if err := l.writeFRRFiles(conf); err != nil {
+// runs zebra, then bgpd, in n's namespace, each until it answers on its
+// vty socket, and bgpd until it has at least wantSessions neighbours (a
+// listen range adds more as they connect). The daemons' PIDs stay in n,
+// whose closeRouter stops them.
+func (n *routerNS) runFRR(conf string, wantSessions int) error {
+	if err := n.writeFRRFiles(conf); err != nil {
 		return err
 	}
 	if _, err := os.Stat(frrTmpBase); errors.Is(err, os.ErrNotExist) {
-		l.mu.Lock()
-		l.frrMadeTmpBase = true
-		l.mu.Unlock()
+		n.mu.Lock()
+		n.frrMadeTmpBase = true
+		n.mu.Unlock()
 	}
 	common := []string{"-u", frrUser, "-g", frrUser,
 		"-P", "0", // no TCP vty; vtysh uses the sockets in FRRDir
-		"--vty_socket", l.FRRDir(), "-z", l.frrFile("zserv.api"), "--log", "stdout"}
-	zebra, err := l.startFRRDaemon("zebra", zebraPath, slices.Concat(common,
-		[]string{"-f", l.frrFile("zebra.conf"), "-i", l.frrFile("zebra.pid")})...)
+		"--vty_socket", n.FRRDir(), "-z", n.frrFile("zserv.api"), "--log", "stdout"}
+	zebra, err := n.startFRRDaemon("zebra", zebraPath, slices.Concat(common,
+		[]string{"-f", n.frrFile("zebra.conf"), "-i", n.frrFile("zebra.pid")})...)
 	if err != nil {
 		return err
 	}
-	l.mu.Lock()
-	l.zebra = zebra
-	l.mu.Unlock()
-	bgpd, err := l.startFRRDaemon("bgpd", bgpdPath, slices.Concat(common,
-		[]string{"-f", l.frrFile("frr.conf"), "-i", l.frrFile("bgpd.pid")})...)
+	n.mu.Lock()
+	n.zebra = zebra
+	n.mu.Unlock()
+	bgpd, err := n.startFRRDaemon("bgpd", bgpdPath, slices.Concat(common,
+		[]string{"-f", n.frrFile("frr.conf"), "-i", n.frrFile("bgpd.pid")})...)
 	if err != nil {
 		return err
 	}
-	l.mu.Lock()
-	l.bgpd = bgpd
-	l.mu.Unlock()
+	n.mu.Lock()
+	n.bgpd = bgpd
+	n.mu.Unlock()
 	// Ready when bgpd has read its config: every session is there.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		states, err := l.frrSessionStates()
+		states, err := n.frrSessionStates()
 		if err == nil && len(states) >= wantSessions {
 			break
 		}
@@ -143,7 +143,7 @@ func (l *Lab) runFRR(conf string, wantSessions int) error {
 // writeFRRFiles makes FRRDir, owned by the frr user, with bgpd's config
 // conf, zebra's (defaults) and an empty vtysh.conf (so vtysh reads nothing of
 // /etc/frr).
-func (l *Lab) writeFRRFiles(conf string) error {
+func (n *routerNS) writeFRRFiles(conf string) error {
 	u, err := user.Lookup(frrUser)
 	if err != nil {
 		return fmt.Errorf("frr user: %w", err)
@@ -158,10 +158,10 @@ func (l *Lab) writeFRRFiles(conf string) error {
 	}
 	// The daemons drop to the frr user before they read their config and
 	// write pid files and sockets: they must get through Dir (made 0700).
-	if err := os.Chmod(l.Dir, 0o711); err != nil { //nolint:gosec // traversal only; the files in Dir are 0600
+	if err := os.Chmod(n.dir, 0o711); err != nil { //nolint:gosec // traversal only; the files in Dir are 0600
 		return fmt.Errorf("frr dir: %w", err)
 	}
-	dir := l.FRRDir()
+	dir := n.FRRDir()
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("frr dir: %w", err)
 	}
@@ -185,31 +185,31 @@ func (l *Lab) writeFRRFiles(conf string) error {
 
 // startFRRDaemon runs one daemon in the router namespace in the foreground
 // (so the lab has its PID) until its vty socket answers.
-func (l *Lab) startFRRDaemon(name, bin string, args ...string) (*framework.Process, error) {
-	p, err := framework.StartProcess(name, l.frrLogPath(name), false,
-		"ip", append([]string{"netns", "exec", l.Router, bin}, args...)...)
+func (n *routerNS) startFRRDaemon(name, bin string, args ...string) (*framework.Process, error) {
+	p, err := framework.StartProcess(name, n.frrLogPath(name), false,
+		"ip", append([]string{"netns", "exec", n.ns, bin}, args...)...)
 	if err != nil {
 		return nil, err
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, err := l.vtyshTo(name, "show version")
+		_, err := n.vtyshTo(name, "show version")
 		if err == nil {
 			return p, nil
 		}
 		if p.Exited() || time.Now().After(deadline) {
 			p.Stop(routerStopGrace)
 			removeFRRTmp(name, p.PID())
-			return nil, fmt.Errorf("%s did not answer on its vty socket in %s (%w); log:\n%s", name, l.FRRDir(), err, p.Log())
+			return nil, fmt.Errorf("%s did not answer on its vty socket in %s (%w); log:\n%s", name, n.FRRDir(), err, p.Log())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
 // stopFRR stops bgpd, then zebra (which then removes bgpd's kernel routes),
-// by PID; l.mu is held.
-func (l *Lab) stopFRR() {
-	for _, p := range []**framework.Process{&l.bgpd, &l.zebra} {
+// by PID; n.mu is held.
+func (n *routerNS) stopFRR() {
+	for _, p := range []**framework.Process{&n.bgpd, &n.zebra} {
 		if *p != nil {
 			(*p).Stop(routerStopGrace)
 			removeFRRTmp((*p).Name, (*p).PID())
@@ -225,18 +225,18 @@ func removeFRRTmp(name string, pid int) {
 }
 
 // closeFRR removes FRR's temporary base folder if the lab made it and it is
-// empty again; l.mu is held.
-func (l *Lab) closeFRR() {
-	if l.frrMadeTmpBase {
+// empty again; n.mu is held.
+func (n *routerNS) closeFRR() {
+	if n.frrMadeTmpBase {
 		_ = os.Remove(frrTmpBase) // fails, and keeps it, if anything is left
 	}
 }
 
 // frrLog is zebra's and bgpd's output.
-func (l *Lab) frrLog() string {
+func (n *routerNS) frrLog() string {
 	var b strings.Builder
 	for _, d := range []string{"bgpd", "zebra"} {
-		fmt.Fprintf(&b, "=== %s ===\n%s\n", d, readLog(d, l.frrLogPath(d)))
+		fmt.Fprintf(&b, "=== %s ===\n%s\n", d, readLog(d, n.frrLogPath(d)))
 	}
 	return b.String()
 }

@@ -246,11 +246,11 @@ func TestFRRLab(t *testing.T) {
 	}
 
 	pids := []int{l.RouterPID()}
-	l.mu.Lock()
+	l.routerNS.mu.Lock()
 	if l.zebra != nil {
 		pids = append(pids, l.zebra.PID())
 	}
-	l.mu.Unlock()
+	l.routerNS.mu.Unlock()
 	dir := l.Dir
 	s.Stop()
 	if err := l.Close(); err != nil {

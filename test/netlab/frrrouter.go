@@ -4,7 +4,7 @@ import "net/netip"
 
 // frrRouter is FRR as a lab's router: zebra and bgpd, l.zebra and l.bgpd.
 type frrRouter struct {
-	l   *Lab
+	n   *routerNS
 	cfg routerConfig
 }
 
@@ -18,7 +18,7 @@ func (r *frrRouter) config() (string, error) { return r.cfg.frr() }
 // has by default, never routed and never a test's target.
 func (r *frrRouter) prepareLinks(devs ...string) error {
 	for _, dev := range devs {
-		if err := ipn(r.l.Router, "-6", "addr", "add", "fe80::1/64", "dev", dev, "nodad"); err != nil {
+		if err := ipn(r.n.ns, "-6", "addr", "add", "fe80::1/64", "dev", dev, "nodad"); err != nil {
 			return err
 		}
 	}
@@ -32,24 +32,24 @@ func (r *frrRouter) start() error {
 	if err != nil {
 		return err
 	}
-	return r.l.runFRR(conf, r.cfg.sessions)
+	return r.n.runFRR(conf, r.cfg.sessions)
 }
 
-func (r *frrRouter) stop() { r.l.stopFRR() }
+func (r *frrRouter) stop() { r.n.stopFRR() }
 
 func (r *frrRouter) pid() int {
-	if r.l.bgpd == nil {
+	if r.n.bgpd == nil {
 		return 0
 	}
-	return r.l.bgpd.PID()
+	return r.n.bgpd.PID()
 }
 
-func (r *frrRouter) log() string { return r.l.frrLog() }
+func (r *frrRouter) log() string { return r.n.frrLog() }
 
-func (r *frrRouter) sessionStates() (map[netip.Addr]string, error) { return r.l.frrSessionStates() }
+func (r *frrRouter) sessionStates() (map[netip.Addr]string, error) { return r.n.frrSessionStates() }
 
 func (r *frrRouter) paths(prefix netip.Prefix) ([]Path, error) {
-	out, err := r.l.frrPrefixJSON(prefix)
+	out, err := r.n.frrPrefixJSON(prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -60,8 +60,8 @@ func (r *frrRouter) paths(prefix netip.Prefix) ([]Path, error) {
 func (r *frrRouter) routeProto() string { return "bgp" }
 
 // frrSessionStates reads the sessions' states from bgpd.
-func (l *Lab) frrSessionStates() (map[netip.Addr]string, error) {
-	out, err := l.Vtysh("show bgp neighbors json")
+func (n *routerNS) frrSessionStates() (map[netip.Addr]string, error) {
+	out, err := n.Vtysh("show bgp neighbors json")
 	if err != nil {
 		return nil, err
 	}

@@ -186,35 +186,28 @@ func (l *L2Lab) build() error {
 			return err
 		}
 	}
-	// No multicast snooping: the solicited-node multicast of a Neighbor
-	// Solicitation reaches every port, as on a plain switch.
-	if err := ipn(l.Switch, "link", "add", bridgeName, "type", "bridge", "mcast_snooping", "0"); err != nil {
+	sw, err := newSegment(l.Switch)
+	if err != nil {
 		return err
 	}
 	if err := configureLink(l.Switch, bridgeName); err != nil { // no address, no link-local
 		return err
 	}
-	if err := l.attach(l.Client, l2ClientPort, L2ClientAddr(IPv4), L2ClientAddr(IPv6)); err != nil {
+	if err := l.attach(sw, l.Client, l2ClientPort, L2ClientAddr(IPv4), L2ClientAddr(IPv6)); err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
 	for i, ns := range l.Nodes {
-		if err := l.attach(ns, l2NodePort(i), L2NodeAddr(IPv4, i), L2NodeAddr(IPv6, i)); err != nil {
+		if err := l.attach(sw, ns, l2NodePort(i), L2NodeAddr(IPv4, i), L2NodeAddr(IPv6, i)); err != nil {
 			return fmt.Errorf("node %d: %w", i, err)
 		}
 	}
 	return nil
 }
 
-// attach links namespace ns to the bridge: its eth0 with addrs, the
-// switch's end port as a bridge port.
-func (l *L2Lab) attach(ns, port string, addrs ...netip.Addr) error {
-	if err := veth(ns, nsLink, l.Switch, port); err != nil {
-		return err
-	}
-	if err := ipn(l.Switch, "link", "set", "dev", port, "addrgenmode", "none"); err != nil {
-		return err
-	}
-	if err := ipn(l.Switch, "link", "set", "dev", port, "master", bridgeName, "up"); err != nil {
+// attach links namespace ns to the switch sw at port, its eth0 with addrs
+// (and the kernel's link-local address with Options.LinkLocal).
+func (l *L2Lab) attach(sw segment, ns, port string, addrs ...netip.Addr) error {
+	if err := sw.attach(ns, port); err != nil {
 		return err
 	}
 	if !l.Opts.LinkLocal {

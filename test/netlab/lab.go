@@ -28,8 +28,6 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/metal-ccm/metal-ccm/test/framework"
 )
 
 // Default ASNs of the router and of the speakers it peers with.
@@ -200,18 +198,16 @@ type Lab struct {
 	// Opts are the options with defaults filled in.
 	Opts Options
 
+	// routerNS is the router namespace and its daemon (made by build, in
+	// Dir): its methods (Birdc, Vtysh, Routes, SessionStates, ...) are the
+	// lab's.
+	*routerNS
+
 	mu         sync.Mutex
 	namespaces []string // created, in order
 	links      []string // host links created
-	rt         router   // the daemon; its processes are the three below
-	bird       *framework.Process
-	zebra      *framework.Process
-	bgpd       *framework.Process
 	cl         closing
 	lock       *os.File
-	savedLog   string // the router's log, read before Close removes Dir
-	// frrMadeTmpBase: FRR's /var/tmp/frr did not exist before the lab.
-	frrMadeTmpBase bool
 }
 
 // Available reports why a lab with the default router (BIRD) cannot run here
@@ -266,7 +262,6 @@ func Start(opts Options) (*Lab, error) {
 		return nil, err
 	}
 	l := &Lab{ID: id, Opts: opts, lock: lock, HostLink: "mccm" + id + "h"}
-	l.rt = newRouter(opts.Router, l, l.routerConfig())
 	prefix := "mccm-" + id + "-"
 	l.Router, l.Client = prefix+"router", prefix+"client"
 	for i := range opts.Nodes {
@@ -334,21 +329,16 @@ func (l *Lab) Close() error {
 	if !l.cl.close() {
 		return nil
 	}
-	l.stopRouter()
-	l.closeFRR()
 	var errs []error
+	if l.routerNS != nil {
+		errs = append(errs, l.closeRouter())
+	}
 	for _, link := range l.links {
 		if err := run("ip", "link", "del", "dev", link); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	errs = append(errs, deleteNamespaces(l.namespaces)...)
-	if l.Dir != "" {
-		l.savedLog = l.readRouterLog()
-		if err := os.RemoveAll(l.Dir); err != nil {
-			errs = append(errs, err)
-		}
-	}
 	if l.lock != nil {
 		_ = l.lock.Close()
 	}

@@ -235,12 +235,12 @@ func (ls *LeafSpine) Close() error {
 		return nil
 	}
 	var errs []error
-	// Lab.Close of a router's *Lab stops its daemons by PID and removes its
-	// folder; it owns no namespace or link.
+	// A router's close stops its daemons by PID and removes its folder;
+	// the namespaces go below.
 	for _, ns := range ls.routerOrder() {
 		if rt := ls.routers[ns]; rt != nil {
-			errs = append(errs, rt.lab.Close())
-			ls.savedLog += routerLogHeader(ns, rt) + rt.lab.RouterLog() + "\n"
+			errs = append(errs, rt.closeRouter())
+			ls.savedLog += routerLogHeader(ns, rt) + rt.RouterLog() + "\n"
 		}
 	}
 	errs = append(errs, deleteNamespaces(ls.namespaces)...)
@@ -263,7 +263,7 @@ func (ls *LeafSpine) AddCloser(fn func()) error {
 func (ls *LeafSpine) routerOrder() []string { return []string{ls.Spine, ls.Tors[0], ls.Tors[1]} }
 
 func routerLogHeader(ns string, rt *lsRouter) string {
-	return fmt.Sprintf("=== %s (%s) ===\n", ns, rt.lab.Opts.Router)
+	return fmt.Sprintf("=== %s (%s) ===\n", ns, rt.kind)
 }
 
 // RouterLogs are the logs of the spine and ToR daemons (kept after Close).
@@ -276,7 +276,7 @@ func (ls *LeafSpine) RouterLogs() string {
 	var b strings.Builder
 	for _, ns := range ls.routerOrder() {
 		if rt := ls.routers[ns]; rt != nil {
-			b.WriteString(routerLogHeader(ns, rt) + rt.lab.RouterLog() + "\n")
+			b.WriteString(routerLogHeader(ns, rt) + rt.RouterLog() + "\n")
 		}
 	}
 	return b.String()

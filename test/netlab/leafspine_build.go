@@ -83,70 +83,15 @@ func (ls *LeafSpine) build() error {
 
 func (ls *LeafSpine) addNamespace(ns string) error { return addNamespace(&ls.mu, &ls.namespaces, ns) }
 
-// lsConfigureLink gives dev in ns the prefixes' addresses and brings it up,
-// without IPv6 link-local addresses (as configureLink).
-func lsConfigureLink(ns, dev string, prefixes ...netip.Prefix) error {
-	cmds := [][]string{{"link", "set", "dev", dev, "addrgenmode", "none"}}
-	for _, p := range prefixes {
-		if p.Addr().Is4() {
-			cmds = append(cmds, []string{"addr", "add", p.String(), "dev", dev})
-		} else {
-			cmds = append(cmds, []string{"-6", "addr", "add", p.String(), "dev", dev, "nodad"})
-		}
-	}
-	cmds = append(cmds, []string{"link", "set", "dev", dev, "up"})
-	for _, c := range cmds {
-		if err := ipn(ns, c...); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// lsNeighbors gives the two ends of an IPv6 link permanent neighbour
-// entries for each other's address: the links have no link-local addresses,
-// and without one the kernel cannot solicit a neighbour for a packet whose
-// source is not on the outgoing link (a forwarded packet, a reply from a VIP
-// on lo). See Lab.staticNeighbors.
-func lsNeighbors(nsA, devA string, addrA netip.Addr, nsB, devB string, addrB netip.Addr) error {
-	macA, err := linkMAC(nsA, devA)
-	if err != nil {
-		return err
-	}
-	macB, err := linkMAC(nsB, devB)
-	if err != nil {
-		return err
-	}
-	if err := ipn(nsA, "-6", "neigh", "replace", addrB.String(), "lladdr", macB, "dev", devA, "nud", "permanent"); err != nil {
-		return err
-	}
-	return ipn(nsB, "-6", "neigh", "replace", addrA.String(), "lladdr", macA, "dev", devB, "nud", "permanent")
-}
-
-// veth makes a veth pair between two namespaces.
-func veth(nsA, devA, nsB, devB string) error {
-	return ipn(nsA, "link", "add", devA, "type", "veth", "peer", "name", devB, "netns", nsB)
-}
-
 func (ls *LeafSpine) buildClient() error {
 	if err := veth(ls.Client, nsLink, ls.Spine, lsSpineClient); err != nil {
 		return err
 	}
-	if err := lsConfigureLink(ls.Spine, lsSpineClient,
-		netip.PrefixFrom(LeafSpineClientGateway(IPv4), 24), netip.PrefixFrom(LeafSpineClientGateway(IPv6), 64)); err != nil {
+	if err := configureLink(ls.Spine, lsSpineClient, LeafSpineClientGateway(IPv4), LeafSpineClientGateway(IPv6)); err != nil {
 		return err
 	}
-	if err := lsConfigureLink(ls.Client, nsLink,
-		netip.PrefixFrom(LeafSpineClientAddr(IPv4), 24), netip.PrefixFrom(LeafSpineClientAddr(IPv6), 64)); err != nil {
-		return err
-	}
-	if err := lsNeighbors(ls.Spine, lsSpineClient, LeafSpineClientGateway(IPv6), ls.Client, nsLink, LeafSpineClientAddr(IPv6)); err != nil {
-		return err
-	}
-	if err := ipn(ls.Client, defaultRouteArgs(LeafSpineClientGateway(IPv4))...); err != nil {
-		return err
-	}
-	return ipn(ls.Client, defaultRouteArgs(LeafSpineClientGateway(IPv6))...)
+	return routeVia(ls.Client, LeafSpineClientAddr(IPv4), LeafSpineClientAddr(IPv6),
+		ls.Spine, lsSpineClient, LeafSpineClientGateway(IPv4), LeafSpineClientGateway(IPv6))
 }
 
 // buildRack makes ToR r's uplink to the spine, its bridge with the rack's
@@ -157,60 +102,31 @@ func (ls *LeafSpine) buildRack(r int) error {
 		return err
 	}
 	for _, f := range []Family{IPv4, IPv6} {
-		if err := lsConfigureLink(ls.Spine, lsSpineTorLink(r), netip.PrefixFrom(LeafSpineSpineAddr(f, r), lsUplinkBits(f))); err != nil {
+		if err := configurePrefixes(ls.Spine, lsSpineTorLink(r), netip.PrefixFrom(LeafSpineSpineAddr(f, r), lsUplinkBits(f))); err != nil {
 			return err
 		}
-		if err := lsConfigureLink(tor, lsUplink, netip.PrefixFrom(LeafSpineTorUplinkAddr(f, r), lsUplinkBits(f))); err != nil {
+		if err := configurePrefixes(tor, lsUplink, netip.PrefixFrom(LeafSpineTorUplinkAddr(f, r), lsUplinkBits(f))); err != nil {
 			return err
 		}
 	}
-	if err := lsNeighbors(ls.Spine, lsSpineTorLink(r), LeafSpineSpineAddr(IPv6, r), tor, lsUplink, LeafSpineTorUplinkAddr(IPv6, r)); err != nil {
+	if err := permanentNeighbors(ls.Spine, lsSpineTorLink(r), LeafSpineSpineAddr(IPv6, r), tor, lsUplink, LeafSpineTorUplinkAddr(IPv6, r)); err != nil {
 		return err
 	}
-
-	if err := ipn(tor, "link", "add", bridgeName, "type", "bridge", "mcast_snooping", "0"); err != nil {
-		return err
-	}
-	// A bridge takes the lowest MAC of its ports unless its own is set, and
-	// a change flushes its neighbour entries, the permanent ones too: pin it.
-	mac, err := linkMAC(tor, bridgeName)
+	rack, err := newSegment(tor)
 	if err != nil {
 		return err
 	}
-	if err := ipn(tor, "link", "set", "dev", bridgeName, "address", mac); err != nil {
-		return err
-	}
-	if err := lsConfigureLink(tor, bridgeName,
-		netip.PrefixFrom(LeafSpineTorAddr(IPv4, r), 24), netip.PrefixFrom(LeafSpineTorAddr(IPv6, r), 64)); err != nil {
+	if err := rack.gateway(LeafSpineTorAddr(IPv4, r), LeafSpineTorAddr(IPv6, r)); err != nil {
 		return err
 	}
 	// The ToR's sessions: with the nodes on the bridge, with the spine on
 	// the uplink.
-	if err := ls.routers[tor].lab.rt.prepareLinks(bridgeName, lsUplink); err != nil {
+	if err := ls.routers[tor].rt.prepareLinks(bridgeName, lsUplink); err != nil {
 		return err
 	}
 	for i, ns := range ls.Racks[r] {
-		port := lsNodePort(i)
-		if err := veth(ns, nsLink, tor, port); err != nil {
-			return err
-		}
-		if err := ipn(tor, "link", "set", "dev", port, "addrgenmode", "none"); err != nil {
-			return err
-		}
-		if err := ipn(tor, "link", "set", "dev", port, "master", bridgeName, "up"); err != nil {
-			return err
-		}
-		if err := lsConfigureLink(ns, nsLink,
-			netip.PrefixFrom(LeafSpineNodeAddr(IPv4, r, i), 24), netip.PrefixFrom(LeafSpineNodeAddr(IPv6, r, i), 64)); err != nil {
-			return err
-		}
-		if err := lsNeighbors(tor, bridgeName, LeafSpineTorAddr(IPv6, r), ns, nsLink, LeafSpineNodeAddr(IPv6, r, i)); err != nil {
-			return err
-		}
-		if err := ipn(ns, defaultRouteArgs(LeafSpineTorAddr(IPv4, r))...); err != nil {
-			return err
-		}
-		if err := ipn(ns, defaultRouteArgs(LeafSpineTorAddr(IPv6, r))...); err != nil {
+		if err := rack.attachNode(ns, lsNodePort(i), LeafSpineNodeAddr(IPv4, r, i), LeafSpineNodeAddr(IPv6, r, i),
+			LeafSpineTorAddr(IPv4, r), LeafSpineTorAddr(IPv6, r)); err != nil {
 			return err
 		}
 	}

@@ -18,7 +18,7 @@ func (ls *LeafSpine) Route(ns string, prefix netip.Prefix) (Route, bool, error) 
 	if err != nil {
 		return Route{}, false, err
 	}
-	return rt.lab.Route(prefix)
+	return rt.Route(prefix)
 }
 
 // WaitRoute polls until the kernel route of prefix in router namespace ns
@@ -29,7 +29,7 @@ func (ls *LeafSpine) WaitRoute(ctx context.Context, ns string, prefix netip.Pref
 	if err != nil {
 		return err
 	}
-	if err := rt.lab.WaitRoute(ctx, prefix, wantNextHops); err != nil {
+	if err := rt.WaitRoute(ctx, prefix, wantNextHops); err != nil {
 		return fmt.Errorf("%s: %w", ns, err)
 	}
 	return nil
@@ -44,7 +44,7 @@ func (ls *LeafSpine) SessionStates(ns string) (map[netip.Addr]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rt.lab.SessionStates()
+	return rt.SessionStates()
 }
 
 // WaitEstablished polls until router namespace ns has established sessions
@@ -66,7 +66,7 @@ func (ls *LeafSpine) BGPPaths(ns string, prefix netip.Prefix) ([]Path, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rt.lab.BGPPaths(prefix)
+	return rt.BGPPaths(prefix)
 }
 
 // Birdc runs a birdc command against the BIRD of router namespace ns.
@@ -75,7 +75,7 @@ func (ls *LeafSpine) Birdc(ns string, args ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return rt.lab.Birdc(args...)
+	return rt.Birdc(args...)
 }
 
 // Vtysh runs vtysh commands against the FRR of router namespace ns.
@@ -84,7 +84,7 @@ func (ls *LeafSpine) Vtysh(ns string, commands ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return rt.lab.Vtysh(commands...)
+	return rt.Vtysh(commands...)
 }
 
 // RouterPID is the PID of the BGP daemon (bird or bgpd) of router namespace
@@ -94,7 +94,7 @@ func (ls *LeafSpine) RouterPID(ns string) int {
 	if err != nil {
 		return 0
 	}
-	return rt.lab.RouterPID()
+	return rt.RouterPID()
 }
 
 // Exec runs a command in namespace ns and returns its standard output.
@@ -110,11 +110,7 @@ func (ls *LeafSpine) RunInNamespace(ns string, fn func() error) error {
 // ClientGet does an HTTP GET of rawURL from the client namespace, on a new
 // connection, and returns the body (Lab.ClientGet).
 func (ls *LeafSpine) ClientGet(ctx context.Context, rawURL string) (string, error) {
-	rt, err := ls.router(ls.Spine)
-	if err != nil {
-		return "", err
-	}
-	return rt.lab.ClientGet(ctx, rawURL)
+	return getIn(ctx, ls.Client, rawURL)
 }
 
 // SetNodeLink sets the ToR end of the link of node i of rack r down or up.

@@ -8,13 +8,11 @@ import (
 	"strings"
 )
 
-// lsRouter is one router of the leaf-spine lab (the spine or a ToR). Its
-// lab is a *Lab that holds only the router's namespace, folder, kind and
-// daemon, so that Lab's router code (birdc, vtysh, kernel routes, logs,
-// stop by PID) serves here too; only the fields those methods use are set.
+// lsRouter is one router of the leaf-spine lab (the spine or a ToR): a
+// router namespace as the one-segment lab's, and the config it runs.
 type lsRouter struct {
-	lab  *Lab
-	conf string // the config it runs (BIRD's or FRR's bgpd's)
+	*routerNS
+	conf string // BIRD's or FRR bgpd's
 }
 
 // TorConfig is the config ToR r runs: BIRD's bird.conf, or FRR's bgpd
@@ -73,9 +71,7 @@ func (ls *LeafSpine) addRouter(ns string, kind RouterKind, cfg routerConfig) (*l
 	if err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
 	}
-	lab := &Lab{ID: ls.ID, Router: ns, Client: ls.Client, Dir: dir, Opts: Options{Router: kind}}
-	lab.rt = newRouter(kind, lab, cfg)
-	rt := &lsRouter{lab: lab}
+	rt := &lsRouter{routerNS: newRouterNS(ns, dir, kind, cfg)}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.cl.closed {
@@ -83,7 +79,7 @@ func (ls *LeafSpine) addRouter(ns string, kind RouterKind, cfg routerConfig) (*l
 		return nil, errors.New("lab closed")
 	}
 	ls.routers[ns] = rt
-	if rt.conf, err = lab.rt.config(); err != nil {
+	if rt.conf, err = rt.rt.config(); err != nil {
 		return nil, err
 	}
 	return rt, nil
@@ -104,11 +100,11 @@ func (ls *LeafSpine) router(ns string) (*lsRouter, error) {
 // find the ToRs listening.
 func (ls *LeafSpine) startRouters() error {
 	for r, ns := range ls.Tors {
-		if err := ls.routers[ns].lab.rt.start(); err != nil {
+		if err := ls.routers[ns].rt.start(); err != nil {
 			return fmt.Errorf("ToR %d: %w", r, err)
 		}
 	}
-	if err := ls.routers[ls.Spine].lab.rt.start(); err != nil {
+	if err := ls.routers[ls.Spine].rt.start(); err != nil {
 		return fmt.Errorf("spine: %w", err)
 	}
 	return nil

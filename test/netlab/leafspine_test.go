@@ -145,11 +145,11 @@ func TestLeafSpineClose(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pids = append(pids, rt.lab.RouterPID())
-		if rt.lab.zebra != nil {
-			pids = append(pids, rt.lab.zebra.PID())
+		pids = append(pids, rt.RouterPID())
+		if rt.zebra != nil {
+			pids = append(pids, rt.zebra.PID())
 		}
-		dirs = append(dirs, rt.lab.Dir)
+		dirs = append(dirs, rt.dir)
 	}
 	if len(pids) != 4 || slices.Contains(pids, 0) {
 		t.Fatalf("router PIDs %v, want spine and ToR 1 BIRD, ToR 0 bgpd and zebra", pids)

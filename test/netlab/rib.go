@@ -17,7 +17,7 @@ type Path struct {
 // BGPPaths are the paths the router's BGP table holds for prefix (exactly
 // that prefix), from every speaker: what the kernel's route cannot show,
 // since two paths with the same next hop make one kernel next hop.
-func (l *Lab) BGPPaths(prefix netip.Prefix) ([]Path, error) { return l.rt.paths(prefix) }
+func (n *routerNS) BGPPaths(prefix netip.Prefix) ([]Path, error) { return n.rt.paths(prefix) }
 
 // parseFRRPaths reads `show bgp ... PREFIX json` ({} when there is none).
 func parseFRRPaths(data []byte) ([]Path, error) {
@@ -90,8 +90,8 @@ type FRRRoute struct {
 
 // FRRRoutes are the paths FRR holds for exactly prefix, with their
 // communities and local preference.
-func (l *Lab) FRRRoutes(prefix netip.Prefix) ([]FRRRoute, error) {
-	out, err := l.frrPrefixJSON(prefix)
+func (n *routerNS) FRRRoutes(prefix netip.Prefix) ([]FRRRoute, error) {
+	out, err := n.frrPrefixJSON(prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -121,11 +121,11 @@ func (l *Lab) FRRRoutes(prefix netip.Prefix) ([]FRRRoute, error) {
 }
 
 // frrPrefixJSON is FRR's JSON of the paths it holds for exactly prefix.
-func (l *Lab) frrPrefixJSON(prefix netip.Prefix) ([]byte, error) {
+func (n *routerNS) frrPrefixJSON(prefix netip.Prefix) ([]byte, error) {
 	afi := "ipv4"
 	if prefix.Addr().Is6() {
 		afi = "ipv6"
 	}
-	out, err := l.Vtysh(fmt.Sprintf("show bgp %s unicast %s json", afi, prefix))
+	out, err := n.Vtysh(fmt.Sprintf("show bgp %s unicast %s json", afi, prefix))
 	return []byte(out), err
 }

@@ -2,7 +2,6 @@ package netlab
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -49,9 +48,9 @@ func (k RouterKind) checkPassword(pw string) error {
 func (l *Lab) RouterKind() RouterKind { return l.Opts.Router }
 
 // router is the BGP daemon of a router namespace, BIRD or FRR: the labs
-// call it and never ask which one runs. Its processes are kept in the *Lab
-// it serves (bird, zebra, bgpd), under that lab's mutex, so that Lab.Close
-// stops them whatever the topology.
+// call it and never ask which one runs. Its processes are kept in the
+// routerNS it serves (bird, zebra, bgpd), under that one's mutex, so that
+// routerNS.close stops them whatever the kind.
 type router interface {
 	// config is the config it runs (BIRD's, or FRR bgpd's).
 	config() (string, error)
@@ -60,9 +59,9 @@ type router interface {
 	prepareLinks(devs ...string) error
 	// start runs the daemons with config() until they answer.
 	start() error
-	// stop stops the daemons by PID; the lab's mutex is held.
+	// stop stops the daemons by PID; the routerNS's mutex is held.
 	stop()
-	// pid is the BGP daemon's PID, or 0; the lab's mutex is held.
+	// pid is the BGP daemon's PID, or 0; the routerNS's mutex is held.
 	pid() int
 	// log is the daemons' output so far.
 	log() string
@@ -89,12 +88,12 @@ type routerConfig struct {
 	sessions int
 }
 
-// newRouter is the daemon of kind serving lab l with cfg.
-func newRouter(kind RouterKind, l *Lab, cfg routerConfig) router {
+// newRouter is the daemon of kind serving router namespace n with cfg.
+func newRouter(kind RouterKind, n *routerNS, cfg routerConfig) router {
 	if kind == RouterFRR {
-		return &frrRouter{l: l, cfg: cfg}
+		return &frrRouter{n: n, cfg: cfg}
 	}
-	return &birdRouter{l: l, cfg: cfg}
+	return &birdRouter{n: n, cfg: cfg}
 }
 
 // routerConfig is the one-segment lab's: one session per speaker address
@@ -110,74 +109,15 @@ func (l *Lab) routerConfig() routerConfig {
 // its kernel routes) before SIGKILL.
 const routerStopGrace = 5 * time.Second
 
-// stopRouter stops the router daemons by PID; l.mu is held.
-func (l *Lab) stopRouter() {
-	if l.rt != nil {
-		l.rt.stop()
-	}
-}
-
-// RouterPID is the PID of the running BGP daemon (bird or bgpd), or 0.
-func (l *Lab) RouterPID() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.rt == nil {
-		return 0
-	}
-	return l.rt.pid()
-}
-
-// BirdPID is RouterPID, kept for existing callers.
-func (l *Lab) BirdPID() int { return l.RouterPID() }
-
-// RestartRouter stops the router daemons (by PID; they close their sessions
-// and remove their kernel routes) and starts them again with the same
-// config.
-func (l *Lab) RestartRouter() error {
-	l.mu.Lock()
-	if l.cl.closed {
-		l.mu.Unlock()
-		return errors.New("netlab restart router: lab closed")
-	}
-	l.stopRouter()
-	l.mu.Unlock()
-	if err := l.rt.start(); err != nil {
-		return fmt.Errorf("netlab restart router: %w", err)
-	}
-	return nil
-}
-
-// RouterLog is the router daemons' output so far (kept after Close).
-func (l *Lab) RouterLog() string {
-	l.mu.Lock()
-	saved := l.savedLog
-	l.mu.Unlock()
-	if saved != "" {
-		return saved
-	}
-	return l.readRouterLog()
-}
-
-// BirdLog is RouterLog, kept for existing callers.
-func (l *Lab) BirdLog() string { return l.RouterLog() }
-
-// readRouterLog reads the log files of the lab's router.
-func (l *Lab) readRouterLog() string {
-	if l.rt == nil {
-		return ""
-	}
-	return l.rt.log()
-}
-
 // SessionStates maps each speaker address (and node address of NodePeers)
 // to the state of the router's BGP session with it ("Established",
 // "Active", "Connect", ...), with the same words for both routers.
-func (l *Lab) SessionStates() (map[netip.Addr]string, error) { return l.rt.sessionStates() }
+func (n *routerNS) SessionStates() (map[netip.Addr]string, error) { return n.rt.sessionStates() }
 
 // WaitEstablished polls until the router's sessions with all the given
 // speaker (or NodePeers node) addresses are established.
-func (l *Lab) WaitEstablished(ctx context.Context, addrs ...netip.Addr) error {
-	return waitEstablished(ctx, l.SessionStates, addrs)
+func (n *routerNS) WaitEstablished(ctx context.Context, addrs ...netip.Addr) error {
+	return waitEstablished(ctx, n.SessionStates, addrs)
 }
 
 // waitEstablished polls states until the sessions with addrs are all

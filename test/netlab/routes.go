@@ -29,8 +29,8 @@ type jsonRoute struct {
 
 // Routes lists the routes of family f that the router's BGP daemon installed
 // in the router namespace's kernel (proto bird, or proto bgp for FRR).
-func (l *Lab) Routes(f Family) ([]Route, error) {
-	out, err := output("ip", fmt.Sprintf("-%d", f), "-n", l.Router, "-j", "route", "show", "proto", l.rt.routeProto())
+func (n *routerNS) Routes(f Family) ([]Route, error) {
+	out, err := output("ip", fmt.Sprintf("-%d", f), "-n", n.ns, "-j", "route", "show", "proto", n.rt.routeProto())
 	if err != nil {
 		return nil, fmt.Errorf("netlab routes: %w", err)
 	}
@@ -99,12 +99,12 @@ func parseDst(f Family, dst string) (netip.Prefix, error) {
 }
 
 // Route returns the router's route of prefix in the router's kernel, if any.
-func (l *Lab) Route(prefix netip.Prefix) (Route, bool, error) {
+func (n *routerNS) Route(prefix netip.Prefix) (Route, bool, error) {
 	f := IPv4
 	if prefix.Addr().Is6() {
 		f = IPv6
 	}
-	routes, err := l.Routes(f)
+	routes, err := n.Routes(f)
 	if err != nil {
 		return Route{}, false, err
 	}
@@ -118,11 +118,11 @@ func (l *Lab) Route(prefix netip.Prefix) (Route, bool, error) {
 
 // WaitRoute polls until the router's kernel route of prefix has exactly the
 // wanted next hops (in any order); with none wanted, until there is no route.
-func (l *Lab) WaitRoute(ctx context.Context, prefix netip.Prefix, wantNextHops []netip.Addr) error {
+func (n *routerNS) WaitRoute(ctx context.Context, prefix netip.Prefix, wantNextHops []netip.Addr) error {
 	want := slices.Clone(wantNextHops)
 	slices.SortFunc(want, netip.Addr.Compare)
 	err := poll(ctx, func() (bool, string) {
-		r, ok, err := l.Route(prefix)
+		r, ok, err := n.Route(prefix)
 		switch {
 		case err != nil:
 			return false, err.Error()
