@@ -120,7 +120,7 @@ func cipherSuite(id int) (uint8, error) {
 	if id < 1 || id > 17 {
 		return 0, fmt.Errorf("%d is not a cipher suite from 1 to 17", id)
 	}
-	return uint8(id), nil //nolint:gosec // checked above
+	return uint8(id), nil
 }
 
 // parseMachine reads a machine's settings and its credential files.
