@@ -27,6 +27,7 @@ app.kubernetes.io/name: {{ include "metal-ccm.name" . }}
 {{- define "metal-ccm.configDir" -}}/etc/metal-ccm/config{{- end -}}
 {{- define "metal-ccm.bgpDir" -}}/etc/metal-ccm/bgp{{- end -}}
 {{- define "metal-ccm.l2Dir" -}}/etc/metal-ccm/l2{{- end -}}
+{{- define "metal-ccm.bmcDir" -}}/etc/metal-ccm/bmc{{- end -}}
 
 {{/*
 Non-empty when a pool of the cloud-config is announced with L2: the node
