@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"net/netip"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +50,7 @@ func TestOnlyPoolAddressesAreAnnounced(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v, ok := metricValue(m, "metal_ccm_addresses_outside_pools"); !ok || v < 1 {
+		if v, ok := framework.MetricValue(m, "metal_ccm_addresses_outside_pools"); !ok || v < 1 {
 			t.Errorf("metal_ccm_addresses_outside_pools = %v (found %v), want at least 1", v, ok)
 		}
 
@@ -70,16 +69,4 @@ func TestOnlyPoolAddressesAreAnnounced(t *testing.T) {
 			t.Errorf("the status shows %s, want %s or %s", got, vip, writtenAddr)
 		}
 	})
-}
-
-// metricValue is the value of the metric without labels named name in the
-// text of a /metrics page.
-func metricValue(page, name string) (float64, bool) {
-	for _, line := range strings.Split(page, "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return f, err == nil
-		}
-	}
-	return 0, false
 }

@@ -2,8 +2,6 @@ package integration
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -85,7 +83,7 @@ func settledSyncs(t *testing.T, c *framework.CCM) float64 {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, ok := metricValue(m, metric)
+		v, ok := framework.MetricValue(m, metric)
 		if !ok {
 			t.Fatalf("no %s in the metrics", metric)
 		}
@@ -100,15 +98,4 @@ func settledSyncs(t *testing.T, c *framework.CCM) float64 {
 	}
 	t.Fatalf("%s did not settle (last %v)", metric, last)
 	return 0
-}
-
-// metricValue reads an unlabelled sample of the Prometheus text.
-func metricValue(text, name string) (float64, bool) {
-	for _, l := range strings.Split(text, "\n") {
-		if v, ok := strings.CutPrefix(l, name+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return f, err == nil
-		}
-	}
-	return 0, false
 }
