@@ -14,3 +14,8 @@ const (
 	// separated by commas ("address=" while none does).
 	L2Nodes = "metal-ccm.io/l2-nodes"
 )
+
+// OutOfService is on a node that the leader tainted
+// node.kubernetes.io/out-of-service (its machine confirmed off): when it
+// was tainted. The leader removes only the taints it marked so.
+const OutOfService = "metal-ccm.io/out-of-service"

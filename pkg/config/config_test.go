@@ -24,6 +24,10 @@ func defaultServiceStatus() ServiceStatus {
 	return ServiceStatus{MinInterval: &metav1.Duration{Duration: DefaultStatusMinInterval}, WritesPerSecond: DefaultStatusWritesPerSecond}
 }
 
+func defaultPowerState() PowerState {
+	return PowerState{Source: "none", OutOfService: OutOfService{ConfirmFor: &metav1.Duration{Duration: DefaultOutOfServiceConfirmFor}}}
+}
+
 func TestDefaults(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -36,7 +40,7 @@ func TestDefaults(t *testing.T) {
 			want: CloudConfig{APIVersion: APIVersion, Kind: Kind, Nodes: Nodes{
 				DefaultInstanceType: "metal",
 				Discovery:           Discovery{Policy: DiscoveryAccept},
-				PowerState:          PowerState{Source: "none"},
+				PowerState:          defaultPowerState(),
 			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: DefaultMaxPathsPerAddress, OnStop: StopAuto, AnnounceFrom: AnnounceFromReplicas},
 				HealthChecks: defaultHealthChecks(), L2: L2{MemberlistPort: DefaultMemberlistPort}, ServiceStatus: defaultServiceStatus()},
 		},
@@ -46,7 +50,7 @@ func TestDefaults(t *testing.T) {
 			want: CloudConfig{APIVersion: APIVersion, Kind: Kind, Nodes: Nodes{
 				DefaultInstanceType: "small",
 				Discovery:           Discovery{Policy: DiscoveryAccept},
-				PowerState:          PowerState{Source: "none"},
+				PowerState:          defaultPowerState(),
 				Inventory: []Machine{
 					{Name: "n1", ID: "n1", InstanceType: "small"},
 					{Name: "n2", ID: "rack1-2", InstanceType: "big"},
@@ -60,7 +64,7 @@ func TestDefaults(t *testing.T) {
 			want: CloudConfig{APIVersion: APIVersion, Kind: Kind, Nodes: Nodes{
 				DefaultInstanceType: "metal",
 				Discovery:           Discovery{Policy: DiscoveryReject},
-				PowerState:          PowerState{Source: "none"},
+				PowerState:          defaultPowerState(),
 			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: DefaultMaxPathsPerAddress, OnStop: StopAuto, AnnounceFrom: AnnounceFromReplicas},
 				HealthChecks: defaultHealthChecks(), L2: L2{MemberlistPort: DefaultMemberlistPort}, ServiceStatus: defaultServiceStatus()},
 		},
@@ -128,7 +132,7 @@ func TestValidationErrorsNameEveryField(t *testing.T) {
 			name: "bad topology",
 			in: header + `nodes:
   discovery: {policy: Maybe}
-  powerState: {source: ipmi-nowhere, settings: [1, 2]}
+  powerState: {source: none, settings: [1, 2], outOfService: {enabled: true, confirmFor: 0s}}
   inventory:
   - {name: n1, powerState: "bmc"}
   topology:
@@ -141,6 +145,8 @@ func TestValidationErrorsNameEveryField(t *testing.T) {
 			want: []string{
 				`nodes.discovery.policy: Unsupported value: "Maybe"`,
 				`nodes.powerState.settings: Invalid value: "[1,2]": must be an object`,
+				`nodes.powerState.outOfService.enabled: Invalid value: true: needs a power-state source other than none`,
+				`nodes.powerState.outOfService.confirmFor: Invalid value: "0s": must be from 1s to 10m0s`,
 				`nodes.inventory[0].powerState: Invalid value: "\"bmc\"": must be an object`,
 				`nodes.topology[1].subnet: Invalid value: "198.18.4.0/24": overlaps topology[0].subnet 198.18.0.0/16`,
 				`nodes.topology[2].subnet: Invalid value: "198.18.5.1/24": parse CIDR "198.18.5.1/24": host bits are set, the network is 198.18.5.0/24`,

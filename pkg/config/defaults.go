@@ -32,11 +32,15 @@ const (
 	MaxHealthCheckDuration      = time.Minute
 	MaxHealthCheckResultsInARow = 10
 
-	DefaultStatusMinInterval     = 10 * time.Second
-	MinStatusMinInterval         = time.Second
-	MaxStatusMinInterval         = 10 * time.Minute
-	DefaultStatusWritesPerSecond = 20
-	MaxStatusWritesPerSecond     = 100
+	DefaultStatusMinInterval = 10 * time.Second
+	// The out-of-service taint's confirmation time, and its bounds.
+	DefaultOutOfServiceConfirmFor = 10 * time.Second
+	MinOutOfServiceConfirmFor     = time.Second
+	MaxOutOfServiceConfirmFor     = 10 * time.Minute
+	MinStatusMinInterval          = time.Second
+	MaxStatusMinInterval          = 10 * time.Minute
+	DefaultStatusWritesPerSecond  = 20
+	MaxStatusWritesPerSecond      = 100
 )
 
 // Default fills every optional field left empty with its default.
@@ -50,6 +54,9 @@ func (c *CloudConfig) Default() {
 	}
 	if n.PowerState.Source == "" {
 		n.PowerState.Source = DefaultPowerStateSource
+	}
+	if n.PowerState.OutOfService.ConfirmFor == nil {
+		n.PowerState.OutOfService.ConfirmFor = &metav1.Duration{Duration: DefaultOutOfServiceConfirmFor}
 	}
 	for i := range n.Inventory {
 		m := &n.Inventory[i]

@@ -427,4 +427,20 @@ type PowerState struct {
 	// Settings configure the source, as it documents (a JSON object).
 	// Default: none.
 	Settings json.RawMessage `json:"settings,omitempty"`
+	// OutOfService, when enabled, lets the leader mark a NotReady node
+	// whose machine the source has said is off for confirmFor with the
+	// node.kubernetes.io/out-of-service taint, so that Kubernetes deletes its
+	// pods and detaches their volumes without waiting for a person
+	// (docs/node-lifecycle.md). Default: off.
+	OutOfService OutOfService `json:"outOfService"`
+}
+
+// OutOfService configures the out-of-service taint of powered-off nodes.
+type OutOfService struct {
+	// Enabled turns the taint on. It needs a source other than none.
+	// Default: false.
+	Enabled bool `json:"enabled,omitempty"`
+	// ConfirmFor is how long the source must keep saying Off, for a
+	// NotReady node, before the taint. From 1s to 10m. Default: 10s.
+	ConfirmFor *metav1.Duration `json:"confirmFor,omitempty"`
 }

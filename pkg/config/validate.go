@@ -78,6 +78,14 @@ func (n *Nodes) validate(p *field.Path) field.ErrorList {
 	// provider: pkg/powerstate/builtin), not here: the node agent reads
 	// this config too and links none.
 	errs = append(errs, validateObject(p.Child("powerState", "settings"), n.PowerState.Settings)...)
+	if oos := n.PowerState.OutOfService; oos.Enabled && n.PowerState.Source == DefaultPowerStateSource {
+		errs = append(errs, field.Invalid(p.Child("powerState", "outOfService", "enabled"), true,
+			"needs a power-state source other than none: nothing would ever say a machine is off"))
+	}
+	if d := n.PowerState.OutOfService.ConfirmFor; d != nil && (d.Duration < MinOutOfServiceConfirmFor || d.Duration > MaxOutOfServiceConfirmFor) {
+		errs = append(errs, field.Invalid(p.Child("powerState", "outOfService", "confirmFor"), d.Duration.String(),
+			fmt.Sprintf("must be from %s to %s", MinOutOfServiceConfirmFor, MaxOutOfServiceConfirmFor)))
+	}
 	for i := range n.Inventory {
 		errs = append(errs, validateObject(p.Child("inventory").Index(i).Child("powerState"), n.Inventory[i].PowerState)...)
 	}

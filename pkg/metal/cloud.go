@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
@@ -65,6 +66,9 @@ type Cloud struct {
 	agentRoutes atomic.Pointer[agentRoutes]
 	// power: the last power-state conclusion about each node.
 	power powerEvidence
+	// nodes: the leader's Nodes (SetInformers), for the out-of-service
+	// taint.
+	nodes corelisters.NodeLister
 	// statusKick wakes the leader's Service status writer.
 	statusKick chan struct{}
 }
@@ -157,6 +161,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	if len(c.state.Load().cfg.LoadBalancer.Pools) > 0 {
 		go c.runStatusWriter(ctx, client)
 	}
+	go c.runOutOfService(ctx, client)
 }
 
 // eventf records an Event on a Node or a Service when the recorder is running.

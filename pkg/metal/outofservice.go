@@ -1,0 +1,42 @@
+package metal
+
+import (
+	"context"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/metal-ccm/metal-ccm/pkg/outofservice"
+)
+
+// outOfServicePeriod is how often the leader looks at the nodes for the
+// out-of-service taint (from its cache; it asks the power-state source only
+// about NotReady nodes, and the source caches its answers).
+const outOfServicePeriod = 2 * time.Second
+
+// runOutOfService runs the out-of-service taint of powered-off nodes
+// (nodes.powerState.outOfService) on the leader until ctx ends. It always
+// runs, so that a node it tainted loses the taint when it is Ready again
+// even after the feature was turned off by a reload.
+func (c *Cloud) runOutOfService(ctx context.Context, client kubernetes.Interface) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-c.lb.informed: // SetInformers gave the nodes
+	}
+	ctrl := &outofservice.Controller{
+		Nodes:  c.nodes,
+		Client: client,
+		Off:    c.InstanceShutdown,
+		Settings: func() outofservice.Settings {
+			ps := c.state.Load().cfg.Nodes.PowerState
+			return outofservice.Settings{Enabled: ps.OutOfService.Enabled, ConfirmFor: ps.OutOfService.ConfirmFor.Duration, Source: ps.Source}
+		},
+		Event: func(n *v1.Node, eventType, reason, format string, args ...any) {
+			c.eventf(n, eventType, reason, format, args...)
+		},
+		Period: outOfServicePeriod,
+	}
+	ctrl.Run(ctx)
+}
