@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/metal-ccm/metal-ccm/pkg/annotation"
+	"github.com/metal-ccm/metal-ccm/pkg/nodes"
 )
 
 // The taint, as Kubernetes' non-graceful node shutdown documents it.
@@ -96,7 +97,7 @@ func (c *Controller) Sync(ctx context.Context) {
 	for _, n := range list {
 		seen[n.Name] = true
 		_, marked := n.Annotations[annotation.OutOfService]
-		if ready(n) {
+		if nodes.Ready(n) {
 			delete(c.offSince, n.Name)
 			if marked {
 				if err := c.untaint(ctx, n); err != nil {
@@ -165,15 +166,6 @@ func (c *Controller) mark(ctx context.Context, n *v1.Node, value any) error {
 	}
 	_, err = c.Client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, body, metav1.PatchOptions{})
 	return err
-}
-
-func ready(n *v1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func hasTaint(n *v1.Node) bool {
