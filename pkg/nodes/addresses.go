@@ -32,3 +32,17 @@ func SourceToward(dst netip.AddrPort) (netip.Addr, error) {
 	defer func() { _ = c.Close() }()
 	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap(), nil
 }
+
+// InternalIPs are all the node's InternalIPs.
+func InternalIPs(n *v1.Node) []netip.Addr {
+	var out []netip.Addr
+	for _, a := range n.Status.Addresses {
+		if a.Type != v1.NodeInternalIP {
+			continue
+		}
+		if ip, err := netip.ParseAddr(a.Address); err == nil {
+			out = append(out, ip.Unmap())
+		}
+	}
+	return out
+}

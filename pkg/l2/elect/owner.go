@@ -23,9 +23,11 @@ type View struct {
 	Candidates map[netip.Prefix][]netip.Addr
 	// Alive are the agents the membership shows alive.
 	Alive []member.Member
-	// Expected are the names of the nodes that should run an L2 agent
-	// (l2.nodeSelector) and are Ready, as the API server shows them.
-	Expected []string
+	// Expected are the nodes that should run an L2 agent (l2.nodeSelector)
+	// and are Ready, as the API server shows them, each with its
+	// InternalIPs: a member counts only as the agent of one of them, from
+	// that node's addresses (Bound).
+	Expected map[string][]netip.Addr
 	// Self are this node's addresses.
 	Self []netip.Addr
 }
@@ -38,6 +40,10 @@ type Choice struct {
 	Quorum bool
 	Owners map[netip.Prefix]netip.Addr
 	Mine   []netip.Addr
+	// Members are the live members that count (Bound); Ignored is how many
+	// live members do not.
+	Members []member.Member
+	Ignored int
 }
 
 // Choose decides who answers for each address: among its candidates whose
@@ -51,15 +57,21 @@ type Choice struct {
 // membership has told the majority side and the cut-off agent, both within
 // the detection time.
 func Choose(v View) Choice {
-	names := make([]string, len(v.Alive))
+	bound := Bound(v.Alive, v.Expected)
+	names := make([]string, len(bound))
+	expected := make([]string, 0, len(v.Expected))
+	for name := range v.Expected {
+		expected = append(expected, name)
+	}
 	live := map[netip.Addr]bool{}
-	for i, m := range v.Alive {
+	for i, m := range bound {
 		names[i] = m.Name
 		for _, a := range m.Addresses {
 			live[a.Unmap()] = true
 		}
 	}
-	c := Choice{Quorum: member.HasQuorum(names, v.Expected), Owners: make(map[netip.Prefix]netip.Addr, len(v.Candidates))}
+	c := Choice{Quorum: member.HasQuorum(names, expected), Owners: make(map[netip.Prefix]netip.Addr, len(v.Candidates)),
+		Members: bound, Ignored: len(v.Alive) - len(bound)}
 	for p, hops := range v.Candidates {
 		var up []netip.Addr
 		for _, h := range hops {
@@ -80,6 +92,26 @@ func Choose(v View) Choice {
 	return c
 }
 
+// Bound are the members that count: each named as an expected node,
+// reached at one of that node's addresses and claiming only that node's
+// addresses. Any other (an agent on a node that l2.nodeSelector leaves out,
+// a process that reached the membership port and claims a node's name from
+// another address) neither counts towards the majority nor answers.
+func Bound(alive []member.Member, expected map[string][]netip.Addr) []member.Member {
+	out := make([]member.Member, 0, len(alive))
+	for _, m := range alive {
+		addrs, ok := expected[m.Name]
+		if !ok || len(m.Addresses) == 0 || !slices.Contains(addrs, m.From) {
+			continue
+		}
+		if slices.ContainsFunc(m.Addresses, func(a netip.Addr) bool { return !slices.Contains(addrs, a.Unmap()) }) {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
 // ExpectedAgents are the nodes whose agents count towards the majority:
 // those l2.nodeSelector selects, Ready and not being deleted. They come from
 // the API server, not from the membership, so that the count does not
@@ -88,15 +120,14 @@ func Choose(v View) Choice {
 // that is down long enough for the node controller to mark it not Ready
 // stops counting, so a cluster that loses nodes for good still has a
 // majority among those left.
-func ExpectedAgents(list []*v1.Node, selects func(labels.Set) bool) []string {
-	var out []string
+func ExpectedAgents(list []*v1.Node, selects func(labels.Set) bool) map[string][]netip.Addr {
+	out := map[string][]netip.Addr{}
 	for _, n := range list {
 		if !nodes.All(n, nodes.Ready, nodes.NotDeleting) || !selects(labels.Set(n.Labels)) {
 			continue
 		}
-		out = append(out, n.Name)
+		out[n.Name] = nodes.InternalIPs(n)
 	}
-	slices.Sort(out)
 	return out
 }
 

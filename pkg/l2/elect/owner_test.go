@@ -2,6 +2,7 @@ package elect
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"testing"
@@ -15,9 +16,9 @@ import (
 
 // l2Nodes are three nodes, each with an IPv4 and an IPv6 address.
 var l2Nodes = []member.Member{
-	{Name: "a", Addresses: []netip.Addr{netip.MustParseAddr("198.18.5.1"), netip.MustParseAddr("2001:db8:5::1")}},
-	{Name: "b", Addresses: []netip.Addr{netip.MustParseAddr("198.18.5.2"), netip.MustParseAddr("2001:db8:5::2")}},
-	{Name: "c", Addresses: []netip.Addr{netip.MustParseAddr("198.18.5.3"), netip.MustParseAddr("2001:db8:5::3")}},
+	{Name: "a", Addresses: []netip.Addr{netip.MustParseAddr("198.18.5.1"), netip.MustParseAddr("2001:db8:5::1")}, From: netip.MustParseAddr("198.18.5.1")},
+	{Name: "b", Addresses: []netip.Addr{netip.MustParseAddr("198.18.5.2"), netip.MustParseAddr("2001:db8:5::2")}, From: netip.MustParseAddr("198.18.5.2")},
+	{Name: "c", Addresses: []netip.Addr{netip.MustParseAddr("198.18.5.3"), netip.MustParseAddr("2001:db8:5::3")}, From: netip.MustParseAddr("198.18.5.3")},
 }
 
 // l2Candidates are n addresses of each family, every node a candidate.
@@ -34,17 +35,18 @@ func l2Candidates(n int) map[netip.Prefix][]netip.Addr {
 	return out
 }
 
-func names(ms []member.Member) []string {
-	out := make([]string, len(ms))
-	for i, m := range ms {
-		out[i] = m.Name
+// expectedOf is the expected nodes of members, each with its addresses.
+func expectedOf(ms []member.Member) map[string][]netip.Addr {
+	out := make(map[string][]netip.Addr, len(ms))
+	for _, m := range ms {
+		out[m.Name] = m.Addresses
 	}
 	return out
 }
 
 // answered is who answers for each address when every node decides from
 // the same alive set.
-func answered(cands map[netip.Prefix][]netip.Addr, alive []member.Member, expected []string) map[netip.Addr][]string {
+func answered(cands map[netip.Prefix][]netip.Addr, alive []member.Member, expected map[string][]netip.Addr) map[netip.Addr][]string {
 	out := map[netip.Addr][]string{}
 	for _, self := range alive {
 		c := Choose(View{Candidates: cands, Alive: alive, Expected: expected, Self: self.Addresses})
@@ -57,7 +59,7 @@ func answered(cands map[netip.Prefix][]netip.Addr, alive []member.Member, expect
 
 func TestChooseOneOwnerPerAddress(t *testing.T) {
 	cands := l2Candidates(30)
-	all := names(l2Nodes)
+	all := expectedOf(l2Nodes)
 	got := answered(cands, l2Nodes, all)
 	perNode := map[string]int{}
 	for p := range cands {
@@ -68,7 +70,7 @@ func TestChooseOneOwnerPerAddress(t *testing.T) {
 		perNode[who[0]]++
 	}
 	// Spread: 60 addresses over 3 nodes; each gets some.
-	for _, n := range all {
+	for n := range all {
 		if perNode[n] == 0 {
 			t.Errorf("node %s answers for no address of 60: %v", n, perNode)
 		}
@@ -130,8 +132,45 @@ func TestExpectedAgents(t *testing.T) {
 		mk("another", v1.ConditionTrue, map[string]string{"l2": "yes"}, false),
 	}
 	sel := labels.SelectorFromSet(labels.Set{"l2": "yes"})
+	list[0].Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "198.18.5.1"}, {Type: v1.NodeExternalIP, Address: "198.18.9.1"},
+		{Type: v1.NodeInternalIP, Address: "2001:db8:5::1"}}
 	got := ExpectedAgents(list, func(s labels.Set) bool { return sel.Matches(s) })
-	if want := []string{"another", "ready"}; !slices.Equal(got, want) {
-		t.Errorf("expectedAgents = %v, want %v", got, want)
+	want := map[string][]netip.Addr{"another": nil, "ready": {netip.MustParseAddr("198.18.5.1"), netip.MustParseAddr("2001:db8:5::1")}}
+	if !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("ExpectedAgents = %v, want %v", got, want)
+	}
+}
+
+// TestOnlyBoundMembersCount: a member counts, and may answer, only as the
+// agent of an expected node, from that node's addresses.
+func TestOnlyBoundMembersCount(t *testing.T) {
+	all := expectedOf(l2Nodes)
+	p := netip.MustParsePrefix("198.18.7.1/32")
+	rogueAddr := netip.MustParseAddr("198.18.5.99")
+	for _, tc := range []struct {
+		name  string
+		rogue member.Member
+	}{
+		{"a node's name from another address", member.Member{Name: "a", Addresses: []netip.Addr{rogueAddr}, From: rogueAddr}},
+		{"a node's name and claims, from another address", member.Member{Name: "a", Addresses: l2Nodes[0].Addresses, From: rogueAddr}},
+		{"a node's name and address, and one more", member.Member{Name: "a", Addresses: []netip.Addr{l2Nodes[0].Addresses[0], rogueAddr}, From: l2Nodes[0].From}},
+		{"a node l2.nodeSelector leaves out", member.Member{Name: "unselected", Addresses: []netip.Addr{rogueAddr}, From: rogueAddr}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// a is dead; the rogue is the only candidate of the address
+			// besides a, and claims to be a (or another node).
+			cands := map[netip.Prefix][]netip.Addr{p: {l2Nodes[0].Addresses[0], rogueAddr}}
+			alive := []member.Member{tc.rogue, l2Nodes[1]}
+			c := Choose(View{Candidates: cands, Alive: alive, Expected: all, Self: l2Nodes[1].Addresses})
+			if c.Quorum {
+				t.Error("b and the rogue are a majority of 3: the rogue counted")
+			}
+			if owner, ok := c.Owners[p]; ok {
+				t.Errorf("the address is owned by %s: the rogue's claim counted", owner)
+			}
+			if c.Ignored != 1 || len(c.Members) != 1 || c.Members[0].Name != "b" {
+				t.Errorf("members %v, ignored %d; want b counted and the rogue ignored", c.Members, c.Ignored)
+			}
+		})
 	}
 }

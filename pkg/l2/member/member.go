@@ -52,7 +52,10 @@ type Config struct {
 // Member is an agent alive in the membership.
 type Member struct {
 	Name      string
-	Addresses []netip.Addr
+	Addresses []netip.Addr // the addresses it claims (its metadata)
+	// From is the address the membership reaches it at (it answers the
+	// probes there): unlike the claims, a member cannot choose it freely.
+	From netip.Addr
 }
 
 // Members is this node's view of the membership.
@@ -207,7 +210,8 @@ func (m *Members) Alive() []Member {
 		if md.role != roleAgent {
 			continue
 		}
-		out = append(out, Member{Name: n.Name, Addresses: md.addresses})
+		from, _ := netip.AddrFromSlice(n.Addr)
+		out = append(out, Member{Name: n.Name, Addresses: md.addresses, From: from.Unmap()})
 	}
 	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
 	return out

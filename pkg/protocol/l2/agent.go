@@ -48,6 +48,7 @@ type agent struct {
 	quorum    atomic.Bool
 	seen      atomic.Int64
 	takeovers atomic.Int64
+	ignored   atomic.Int64 // live members that do not count (elect.Bound)
 	synced    atomic.Bool
 
 	mine     []netip.Addr
@@ -130,12 +131,13 @@ func (a *agent) answer(ctx context.Context) {
 
 func (a *agent) decide(ctx context.Context, r elect.Round) {
 	logger := klog.FromContext(ctx)
-	c, alive := r.Choice, r.View.Alive
+	c, alive := r.Choice, r.Choice.Members
 	if c.Quorum != a.quorum.Load() {
 		logger.Info("Majority of the L2 agents", "seen", c.Quorum, "alive", len(alive), "expected", len(r.View.Expected))
 	}
 	a.quorum.Store(c.Quorum)
 	a.seen.Store(int64(len(alive)))
+	a.ignored.Store(int64(c.Ignored))
 	for _, addr := range c.Mine {
 		if !slices.Contains(a.mine, addr) {
 			a.takeovers.Add(1)
@@ -211,6 +213,7 @@ func (a *agent) Collect(ch chan<- metrics.Metric) {
 	ch <- metrics.NewLazyConstMetric(descTakeovers, metrics.CounterValue, float64(a.takeovers.Load()))
 	ch <- metrics.NewLazyConstMetric(descMembers, metrics.GaugeValue, float64(a.seen.Load()))
 	ch <- metrics.NewLazyConstMetric(descMajority, metrics.GaugeValue, majority)
+	ch <- metrics.NewLazyConstMetric(descIgnored, metrics.GaugeValue, float64(a.ignored.Load()))
 }
 
 // errString is err's text, "" for nil.

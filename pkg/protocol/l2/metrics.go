@@ -10,6 +10,8 @@ var (
 		"Times the node agent began to answer for an L2 address.", nil, nil, metrics.ALPHA, "")
 	descMembers = metrics.NewDesc("metal_ccm_agent_l2_members",
 		"L2 agents the node agent sees alive in the membership, itself included.", nil, nil, metrics.ALPHA, "")
+	descIgnored = metrics.NewDesc("metal_ccm_agent_l2_ignored_members",
+		"Members the node agent sees alive in the L2 membership that it ignores: not named as a node l2.nodeSelector selects (Ready), or claiming addresses that are not that node's InternalIPs.", nil, nil, metrics.ALPHA, "")
 	descMajority = metrics.NewDesc("metal_ccm_agent_l2_majority",
 		"1 while the L2 agents the node agent sees alive are a majority of the expected ones (it may answer), else 0.", nil, nil, metrics.ALPHA, "")
 )

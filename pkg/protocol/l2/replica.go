@@ -131,7 +131,7 @@ func (o *observer) decide(_ context.Context, r elect.Round) {
 		return
 	}
 	byAddr := map[netip.Addr]string{}
-	for _, m := range r.View.Alive {
+	for _, m := range r.Choice.Members {
 		for _, a := range m.Addresses {
 			byAddr[a.Unmap()] = m.Name
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -57,10 +58,15 @@ func (p *recordingPatcher) get(name string) (string, bool) {
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	eventuallyWithin(t, 15*time.Second, what, cond)
+}
+
+func eventuallyWithin(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("not within 15s: %s", what)
+			t.Fatalf("not within %s: %s", limit, what)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -94,7 +100,7 @@ func TestL2ObserverAndWriter(t *testing.T) {
 		if err := nodes.Add(n); err != nil {
 			t.Fatal(err)
 		}
-		m, err := member.Start(ctx, member.Config{Name: name, Addresses: []netip.Addr{ip}, Bind: netip.MustParseAddrPort("127.0.0.1:0")})
+		m, err := member.Start(ctx, member.Config{Name: name, Addresses: []netip.Addr{ip}, Bind: netip.AddrPortFrom(ip, 0)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,4 +188,35 @@ func TestL2ObserverAndWriter(t *testing.T) {
 		}
 	}()
 	eventually(t, "the annotation "+want+" after the owner died", func() bool { v, _ := patch.get("web"); return v == want })
+
+	// A process that reaches the membership and poses as the dead owner,
+	// claiming its name and address from an address of its own: once the
+	// observer sees it alive, it is ignored and takes nothing.
+	deadName := fmt.Sprintf("n%d", owner.As4()[3]-11)
+	rogue, err := member.Start(ctx, member.Config{Name: deadName, Addresses: []netip.Addr{owner}, Bind: netip.MustParseAddrPort("127.0.0.99:0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rogue.Shutdown()
+	// The membership takes a dead member's name from another address only
+	// once that member is dead, and passes the claim on at its state
+	// exchanges (every 10 s): the rogue joins again until the observer
+	// has it.
+	eventuallyWithin(t, time.Minute, "the observer sees the rogue member", func() bool {
+		_ = rogue.Join([]netip.AddrPort{agents[slices.Index(hops, next)].LocalAddr()})
+		return slices.ContainsFunc(o.members.Alive(), func(m member.Member) bool { return m.Name == deadName })
+	})
+	r, ok := o.watch.Round(ctx)
+	if !ok {
+		t.Fatal("no round")
+	}
+	if r.Choice.Ignored != 1 || slices.ContainsFunc(r.Choice.Members, func(m member.Member) bool { return m.Name == deadName }) {
+		t.Errorf("the rogue counted: members %v, ignored %d", r.Choice.Members, r.Choice.Ignored)
+	}
+	if got, _ := o.Owner(vip.Addr()); got != want[len("198.18.0.5="):] {
+		t.Errorf("with the rogue alive the owner is %q, want %q", got, want[len("198.18.0.5="):])
+	}
+	if owner, ok := r.Choice.Owners[vip]; !ok || owner != next {
+		t.Errorf("with the rogue alive the choice is %v, want %v", owner, next)
+	}
 }
