@@ -19,6 +19,8 @@ type RestartField struct {
 // RestartFields are every part of the config that waits for a restart, in
 // the order the reference lists them.
 var RestartFields = []RestartField{
+	{Path: "nodes.kubeletServing.approveCSRs", Note: "Applies at the next restart of the replicas (the watch on CertificateSigningRequests is set up at start).",
+		value: func(c *CloudConfig) any { return c.Nodes.KubeletServing.ApproveCSRs }},
 	{Path: "loadBalancer.pools", Note: "Adding the first pool or removing the last (whether LoadBalancer is offered at all) waits for a restart of the replicas.",
 		value: func(c *CloudConfig) any { return len(c.LoadBalancer.Pools) > 0 }},
 	{Path: "loadBalancer.class", Note: "Read at start: a change waits for a restart of the replicas and the node agents.",

@@ -358,6 +358,19 @@ type Nodes struct {
 	// PowerState names the source asked whether a machine is shut down.
 	// Default: "none" (a machine is never reported as shut down).
 	PowerState PowerState `json:"powerState"`
+	// KubeletServing is about the kubelets' serving certificates.
+	KubeletServing KubeletServing `json:"kubeletServing"`
+}
+
+// KubeletServing configures the approval of the kubelets' serving
+// certificates (kubelets with serverTLSBootstrap: true).
+type KubeletServing struct {
+	// ApproveCSRs lets the leader approve a kubernetes.io/kubelet-serving
+	// CertificateSigningRequest whose requester is the node itself and whose
+	// names and addresses are exactly ones this provider knows for that
+	// node; it leaves every other CSR alone (docs/node-lifecycle.md). Needs
+	// the rights the chart's csrApproval.enabled gives. Default: false.
+	ApproveCSRs bool `json:"approveCSRs,omitempty"`
 }
 
 // Machine is one entry of the inventory.

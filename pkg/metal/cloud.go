@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	certlisters "k8s.io/client-go/listers/certificates/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
@@ -69,6 +70,10 @@ type Cloud struct {
 	// nodes: the leader's Nodes (SetInformers), for the out-of-service
 	// taint.
 	nodes corelisters.NodeLister
+	// csrs: with nodes.kubeletServing.approveCSRs at start, the
+	// CertificateSigningRequests (SetInformers), and csrKick their changes.
+	csrs    certlisters.CertificateSigningRequestLister
+	csrKick chan struct{}
 	// statusKick wakes the leader's Service status writer.
 	statusKick chan struct{}
 }
@@ -162,6 +167,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 		go c.runStatusWriter(ctx, client)
 	}
 	go c.runOutOfService(ctx, client)
+	go c.runCSRApproval(ctx, client)
 }
 
 // eventf records an Event on a Node or a Service when the recorder is running.
