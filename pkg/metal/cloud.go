@@ -20,14 +20,13 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
-	"github.com/metal-ccm/metal-ccm/pkg/announcer"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/ipam"
 	"github.com/metal-ccm/metal-ccm/pkg/lbcontroller"
 	"github.com/metal-ccm/metal-ccm/pkg/lbrule"
 	"github.com/metal-ccm/metal-ccm/pkg/powerstate"
 	_ "github.com/metal-ccm/metal-ccm/pkg/powerstate/builtin" // the power-state sources
-	"github.com/metal-ccm/metal-ccm/pkg/protocol"
+	"github.com/metal-ccm/metal-ccm/pkg/replica"
 )
 
 // ProviderName is the name given to --cloud-provider.
@@ -55,16 +54,8 @@ type Cloud struct {
 	state    atomic.Pointer[state]
 	recorder atomic.Pointer[record.EventRecorder]
 	lb       *lbState
-	// roles: what this replica runs for the protocols, set once
-	// RunInEveryReplica started them.
-	roles atomic.Pointer[roles]
-	// announcer: the announcer with the nodes as next hops, which a
-	// protocol hands over (ReplicaEnv.PodRoutes): the Routes interface
-	// reads its pod routes and /metrics its health checks.
-	announcer atomic.Pointer[announcer.Announcer]
-	// agentRoutes: with announceFrom Nodes and routes.enabled, the pod
-	// routes the node agents announce.
-	agentRoutes atomic.Pointer[agentRoutes]
+	// replica is what every replica runs, whoever leads (pkg/replica).
+	replica *replica.Runtime
 	// power: the last power-state conclusion about each node.
 	power powerEvidence
 	// nodes: the leader's Nodes (SetInformers), for the out-of-service
@@ -96,6 +87,7 @@ func New(cfg *config.CloudConfig) (*Cloud, error) {
 	}
 	c := &Cloud{rule: cfg.LoadBalancer.Rule(), lb: &lbState{alloc: ipam.New(st.pools), informed: make(chan struct{})}, statusKick: make(chan struct{}, 1)}
 	c.state.Store(st)
+	c.replica = &replica.Runtime{Config: func() *config.CloudConfig { return c.state.Load().cfg }, Wants: c.wantsLoadBalancer, Event: c.eventf}
 	registerMetrics(c)
 	return c, nil
 }
@@ -156,13 +148,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 		<-ctx.Done()
 		bc.Shutdown()
 	}()
-	if rs := c.roles.Load(); rs != nil {
-		env := protocol.LeaderEnv{PatchAnnotation: servicePatcher{client}.PatchAnnotation, Event: c.eventf,
-			Config: func() *config.CloudConfig { return c.state.Load().cfg }}
-		for _, r := range rs.all {
-			go r.Lead(ctx, env)
-		}
-	}
+	c.replica.Lead(ctx, servicePatcher{client}.PatchAnnotation)
 	if len(c.state.Load().cfg.LoadBalancer.Pools) > 0 {
 		go c.runStatusWriter(ctx, client)
 	}

@@ -6,7 +6,7 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
-	"github.com/metal-ccm/metal-ccm/pkg/protocol"
+	"github.com/metal-ccm/metal-ccm/pkg/replica"
 )
 
 // Metrics of the metal provider, served on the manager's /metrics. Every
@@ -40,28 +40,20 @@ var (
 	descPoolUsed = metrics.NewDesc(namespace+"_pool_addresses_used",
 		"Addresses of a pool held by Services, by family. Reported by the leader.",
 		[]string{"pool", "family"}, nil, metrics.ALPHA, "")
-	descOutsidePools = metrics.NewDesc(namespace+"_addresses_outside_pools",
-		"Addresses in LoadBalancer Services' status that this replica's announcers leave out because they are in no pool. Reported by every replica that announces or observes (BGP peers, or L2 pools).",
-		nil, nil, metrics.ALPHA, "")
 
 	registerOnce sync.Once
 )
 
-// collector reads pool usage and the protocols' roles at scrape time.
+// collector reads pool usage and the replica runtime at scrape time.
 type collector struct {
 	metrics.BaseStableCollector
 	cloud *Cloud
 }
 
 func (c *collector) DescribeWithStability(ch chan<- *metrics.Desc) {
-	for _, d := range []*metrics.Desc{descPoolSize, descPoolUsed, descOutsidePools, descHealthTargets} {
-		ch <- d
-	}
-	for _, p := range protocol.All() {
-		for _, d := range p.ReplicaMetrics() {
-			ch <- d
-		}
-	}
+	ch <- descPoolSize
+	ch <- descPoolUsed
+	replica.Describe(ch)
 }
 
 func (c *collector) CollectWithStability(ch chan<- metrics.Metric) {
@@ -71,24 +63,14 @@ func (c *collector) CollectWithStability(ch chan<- metrics.Metric) {
 			ch <- metrics.NewLazyConstMetric(descPoolUsed, metrics.GaugeValue, float64(u.Used), u.Pool, u.Family.String())
 		}
 	}
-	if ann := c.cloud.announcer.Load(); ann != nil {
-		collectHealth(ann, ch)
-	}
-	if rs := c.cloud.roles.Load(); rs != nil {
-		outside := 0
-		for _, r := range rs.all {
-			r.Collect(ch)
-			// Each role looks at every Service: the most one counts.
-			outside = max(outside, r.OutsidePools())
-		}
-		ch <- metrics.NewLazyConstMetric(descOutsidePools, metrics.GaugeValue, float64(outside))
-	}
+	c.cloud.replica.Collect(ch)
 }
 
 // registerMetrics registers the provider's metrics once per process.
 func registerMetrics(c *Cloud) {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(allocations, configReloads, configLastReloadOK, healthTransitions, healthCheckDuration, statusWrites, servicesAnnounced)
+		legacyregistry.MustRegister(allocations, configReloads, configLastReloadOK, statusWrites, servicesAnnounced)
+		legacyregistry.MustRegister(replica.Registrables()...)
 		legacyregistry.CustomMustRegister(&collector{cloud: c})
 	})
 }

@@ -104,11 +104,7 @@ func (c *Cloud) Reload(data []byte) error {
 		if f.Path == "loadBalancer.pools[].addresses" || f.Path == "loadBalancer.pools[].announce" {
 			// The roles that read the pools live (the replicas' BGP
 			// announcer) follow at once: they look at every Service again.
-			if rs := c.roles.Load(); rs != nil {
-				for _, r := range rs.all {
-					r.Resync()
-				}
-			}
+			c.replica.Resync()
 		}
 		later = append(later, f.Path)
 	}

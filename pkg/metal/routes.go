@@ -12,7 +12,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
-	"github.com/metal-ccm/metal-ccm/pkg/announcer"
+	"github.com/metal-ccm/metal-ccm/pkg/replica"
 )
 
 var _ cloudprovider.Routes = (*Cloud)(nil)
@@ -28,25 +28,9 @@ var (
 	ErrNoSpeaker = errors.New("BGP speaker not running")
 )
 
-// routeSource tells which pod routes are in place and the next hop a
-// node's pod CIDR gets: the replicas' own announcer (announceFrom Replicas),
-// or the node agents' pods (announceFrom Nodes, routes_agents.go).
-type routeSource interface {
-	NodeRoutes() []announcer.NodeRoute
-	NextHopFor(node string, v4 bool) (netip.Addr, bool)
-}
-
-// routes is the route source of this replica, or nil before
-// RunInEveryReplica has started one.
-func (c *Cloud) routes() routeSource {
-	if r := c.agentRoutes.Load(); r != nil {
-		return r
-	}
-	if a := c.announcer.Load(); a != nil {
-		return a
-	}
-	return nil
-}
+// routes is the route source of this replica, or nil before the runtime
+// has started one.
+func (c *Cloud) routes() replica.RouteSource { return c.replica.RouteSource() }
 
 // routeWait bounds how long CreateRoute and DeleteRoute wait for the
 // announcer, which follows the nodes' spec.podCIDRs by itself.

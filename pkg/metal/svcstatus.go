@@ -18,6 +18,7 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/lbcontroller"
 	"github.com/metal-ccm/metal-ccm/pkg/protocol"
+	"github.com/metal-ccm/metal-ccm/pkg/replica"
 	"github.com/metal-ccm/metal-ccm/pkg/svcstatus"
 )
 
@@ -30,7 +31,6 @@ type statusSource struct {
 
 	// Set by Services, once per round.
 	cfg    *config.CloudConfig
-	roles  *roles
 	byAddr map[netip.Addr]string // next hop -> node name
 }
 
@@ -50,42 +50,13 @@ func (c *Cloud) kickStatus() {
 }
 
 // run forwards the roles' changes to the writer until ctx ends.
-func (s *statusSource) run(ctx context.Context) {
-	rs := s.c.roles.Load()
-	if rs == nil {
-		return
-	}
-	for _, r := range rs.all {
-		go func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-r.Changed():
-					s.c.kickStatus()
-				}
-			}
-		}()
-	}
-}
+func (s *statusSource) run(ctx context.Context) { s.c.replica.WatchChanges(ctx, s.c.kickStatus) }
 
 // Services are the Services the leader serves; it also reads, for the
 // round, the config and the nodes' next hops.
 func (s *statusSource) Services() ([]*v1.Service, error) {
 	s.cfg = s.c.state.Load().cfg
-	s.roles = s.c.roles.Load()
-	s.byAddr = map[netip.Addr]string{}
-	if s.roles != nil {
-		if nodes, err := s.roles.nodes.List(labels.Everything()); err == nil {
-			for _, n := range nodes {
-				for _, addr := range n.Status.Addresses {
-					if ip, err := netip.ParseAddr(addr.Address); err == nil && addr.Type == v1.NodeInternalIP {
-						s.byAddr[ip.Unmap()] = n.Name
-					}
-				}
-			}
-		}
-	}
+	s.byAddr = s.c.replica.NodeNames()
 	list, err := s.c.lb.services.List(labels.Everything())
 	if err != nil {
 		return nil, err
@@ -114,13 +85,7 @@ func (s *statusSource) State(svc *v1.Service) svcstatus.State {
 			if !lb.Announces(addr, p.Name()) {
 				continue
 			}
-			var a svcstatus.Announcement
-			var ok bool
-			if r := s.role(p.Name()); r != nil {
-				a, ok = r.Announcement(addr, s.byAddr)
-			} else {
-				a, ok = p.Unknown(addr)
-			}
+			a, ok := s.c.replica.Announcement(p, addr, s.byAddr)
 			st.Known = st.Known && ok
 			st.Announcements = append(st.Announcements, a)
 		}
@@ -128,23 +93,11 @@ func (s *statusSource) State(svc *v1.Service) svcstatus.State {
 	return st
 }
 
-// role is the replica role of a protocol this round, or nil.
-func (s *statusSource) role(proto config.Protocol) protocol.Replica {
-	if s.roles == nil {
-		return nil
-	}
-	return s.roles.byProto[proto]
-}
-
 // OutputAnnotations are the annotations the provider writes on Services
 // for people to read; the service controller does not sync a Service for
 // their changes.
 func (c *Cloud) OutputAnnotations() []string {
-	out := []string{annotation.Summary}
-	for _, p := range protocol.All() {
-		out = append(out, p.OutputAnnotations()...)
-	}
-	return out
+	return append([]string{annotation.Summary}, replica.OutputAnnotations()...)
 }
 
 // statusLimits are the writer's limits from the config in force.

@@ -1,4 +1,4 @@
-package metal
+package replica
 
 import (
 	"context"

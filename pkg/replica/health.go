@@ -1,4 +1,4 @@
-package metal
+package replica
 
 import (
 	"context"
@@ -70,7 +70,7 @@ func (healthObserver) Changed(_ netip.AddrPort, _, to healthcheck.State) {
 
 // healthChecks are the announcer's health checks from the config; nil when
 // they are off.
-func (c *Cloud) healthChecks(h config.HealthChecks, self podEvents) *announcer.HealthChecks {
+func (r *Runtime) healthChecks(h config.HealthChecks, self podEvents) *announcer.HealthChecks {
 	opts, on := healthcheck.FromConfig(h)
 	if !on {
 		return nil
@@ -79,7 +79,7 @@ func (c *Cloud) healthChecks(h config.HealthChecks, self podEvents) *announcer.H
 		Options:     opts,
 		ProxyPort:   h.Port,
 		Observer:    healthObserver{},
-		Events:      c.nodeHealthEvent,
+		Events:      r.nodeHealthEvent,
 		Unreachable: self.unreachable,
 	}
 }
@@ -123,14 +123,14 @@ func (p podEvents) unreachable(unreachable bool, nodes int) {
 
 // nodeHealthEvent records a node's withdrawal or return (on the leader,
 // whose recorder runs).
-func (c *Cloud) nodeHealthEvent(node string, healthy bool, target netip.AddrPort) {
+func (r *Runtime) nodeHealthEvent(node string, healthy bool, target netip.AddrPort) {
 	ref := &v1.ObjectReference{Kind: "Node", Name: node, UID: types.UID(node)}
 	if healthy {
-		c.eventf(ref, v1.EventTypeNormal, ReasonNodeReturned,
+		r.Event(ref, v1.EventTypeNormal, ReasonNodeReturned,
 			"kube-proxy's health check at %s passes: the node is announced again", target)
 		return
 	}
-	c.eventf(ref, v1.EventTypeWarning, ReasonNodeWithdrawn,
+	r.Event(ref, v1.EventTypeWarning, ReasonNodeWithdrawn,
 		"kube-proxy's health check at %s fails: the node is left out of the LoadBalancer addresses it carried", target)
 }
 
