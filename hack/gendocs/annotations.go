@@ -78,7 +78,15 @@ func loadReasons(path string) ([]reason, error) {
 func writeAnnotations(b *bytes.Buffer, anns []annotationDoc, reasons []reason) {
 	b.WriteString("## Annotations\n\n| annotation | type | default | example | meaning |\n| --- | --- | --- | --- | --- |\n")
 	for _, a := range anns {
-		fmt.Fprintf(b, "| `%s` | %s | %s | `%s` | %s |\n", a.Name, cell(a.Type), cell(a.Default), cell(a.Example), cell(a.Meaning))
+		meaning := a.Meaning
+		if len(a.Aliases) > 0 {
+			names := make([]string, len(a.Aliases))
+			for i, n := range a.Aliases {
+				names[i] = "`" + string(n) + "`"
+			}
+			meaning += " When it is not set, " + strings.Join(names, " or ") + " is read as it (MetalLB's, for a migration: docs/migration.md)."
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s | `%s` | %s |\n", a.Name, cell(a.Type), cell(a.Default), cell(a.Example), cell(meaning))
 	}
 	b.WriteString("\n## Event reasons\n\nThe reasons of the Events the provider records on Services. They are stable: alerts may match them.\n\n")
 	b.WriteString("| reason | constant |\n| --- | --- |\n")

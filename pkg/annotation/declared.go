@@ -18,11 +18,13 @@ var (
 		Example: "198.18.100.10,2001:db8:100::10",
 		Meaning: "Asks for specific addresses instead of pool ones, each of a family in spec.ipFamilies and inside a pool the Service may use. " +
 			"Takes precedence over spec.loadBalancerIP, which is read the same way.",
+		Aliases: []Key{"metallb.io/loadBalancerIPs", "metallb.universe.tf/loadBalancerIPs"},
 	})
 	Pool = declare(NamePool, text("pool name"), Doc{
 		Default: "the first autoAssign pools that allow the Service",
 		Example: "public",
 		Meaning: "Takes addresses from the named pool only, even if that pool has autoAssign off. The pool must allow the Service.",
+		Aliases: []Key{"metallb.io/address-pool", "metallb.universe.tf/address-pool"},
 	})
 	// Read by the BGP protocol's ServiceCommunities, in the replicas and
 	// the node agents alike.
@@ -38,5 +40,6 @@ var (
 		Example: "dns",
 		Meaning: "Lets Services with the same key share one address, when their ports (protocol and number) do not clash " +
 			"and their traffic policies are equal (for Local, with equal selectors too).",
+		Aliases: []Key{"metallb.io/allow-shared-ip", "metallb.universe.tf/allow-shared-ip"},
 	})
 )

@@ -24,6 +24,10 @@ type Doc struct {
 	Default string // what holds when the annotation is unset or empty
 	Example string // a value the annotation accepts (a test reads it)
 	Meaning string
+	// Aliases are other implementations' annotations of the same meaning,
+	// read when this one is not set, in their order (MetalLB's, so that a
+	// migration keeps what its Services ask for).
+	Aliases []Key
 }
 
 // Typed is a Service annotation whose value reads as a T. Each is made by
@@ -57,20 +61,23 @@ func All() []Doc {
 // Name is the annotation's name.
 func (a Typed[T]) Name() Key { return a.doc.Name }
 
-// Parse reads the annotation of a Service. An unset or empty annotation (as
-// `kubectl annotate svc name=` leaves it) is not set: ok is false and the
-// value T's zero. A value that cannot be read is an error that names the
+// Parse reads the annotation of a Service, or when it is not set the first
+// of its aliases that is. An unset or empty annotation (as `kubectl annotate
+// svc name=` leaves it) is not set: ok is false and the value T's zero. A value that cannot be read is an error that names the
 // annotation and wraps ErrInvalid.
 func (a Typed[T]) Parse(svc *v1.Service) (value T, ok bool, err error) {
-	raw := svc.Annotations[string(a.doc.Name)]
-	if raw == "" {
-		return value, false, nil
+	for _, name := range append([]Key{a.doc.Name}, a.doc.Aliases...) {
+		raw := svc.Annotations[string(name)]
+		if raw == "" {
+			continue
+		}
+		v, err := a.parse(raw)
+		if err != nil {
+			return value, true, Invalid(string(name), err)
+		}
+		return v, true, nil
 	}
-	v, err := a.parse(raw)
-	if err != nil {
-		return value, true, Invalid(string(a.doc.Name), err)
-	}
-	return v, true, nil
+	return value, false, nil
 }
 
 // Invalid says which annotation or field (source) cannot be read, and why,

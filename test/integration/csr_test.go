@@ -10,7 +10,6 @@ import (
 	"time"
 
 	certv1 "k8s.io/api/certificates/v1"
-	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -64,7 +63,7 @@ func TestKubeletServingCSRs(t *testing.T) {
 		t.Fatalf("the node's own request for its known names was not approved: %v", err)
 	}
 	for _, name := range []string{foreign, other} {
-		waitObjectEvent(t, "CertificateSigningRequest", name, csrapproval.ReasonNotApproved, 30*time.Second)
+		framework.WaitObjectEvent(t, client, metav1.NamespaceAll, name, csrapproval.ReasonNotApproved, 30*time.Second)
 		c, err := client.CertificatesV1().CertificateSigningRequests().Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -111,16 +110,4 @@ func approved(c *certv1.CertificateSigningRequest) bool {
 	return slices.ContainsFunc(c.Status.Conditions, func(cond certv1.CertificateSigningRequestCondition) bool {
 		return cond.Type == certv1.CertificateApproved
 	})
-}
-
-// waitObjectEvent waits until an Event of that reason is recorded on the
-// cluster-wide object kind/name.
-func waitObjectEvent(t *testing.T, kind, name, reason string, timeout time.Duration) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		return slices.ContainsFunc(objectEvents(ctx, t, kind, metav1.NamespaceAll, name), func(e v1.Event) bool { return e.Reason == reason }), nil
-	})
-	if err != nil {
-		t.Fatalf("no Event %s on %s %s within %s", reason, kind, name, timeout)
-	}
 }

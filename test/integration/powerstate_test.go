@@ -64,10 +64,10 @@ func TestBMCPowerOffMarksTheNodeShutDown(t *testing.T) {
 	refused.Power(t, false)
 	good.Power(t, false)
 	waitNodeTaint(t, "pw-good", shutdownTaint, 30*time.Second)
-	waitNodeEvent(t, "pw-good", metal.ReasonPoweredOff, 10*time.Second)
+	framework.WaitObjectEvent(t, client, metav1.NamespaceAll, "pw-good", metal.ReasonPoweredOff, 10*time.Second)
 	waitNodeTaint(t, "pw-good", outofservice.TaintKey, 30*time.Second)
-	waitNodeEvent(t, "pw-good", outofservice.ReasonTainted, 10*time.Second)
-	waitNodeEvent(t, "pw-refused", metal.ReasonPowerStateUnknown, 10*time.Second)
+	framework.WaitObjectEvent(t, client, metav1.NamespaceAll, "pw-good", outofservice.ReasonTainted, 10*time.Second)
+	framework.WaitObjectEvent(t, client, metav1.NamespaceAll, "pw-refused", metal.ReasonPowerStateUnknown, 10*time.Second)
 	n, err := client.CoreV1().Nodes().Get(t.Context(), "pw-refused", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestBMCPowerOffMarksTheNodeShutDown(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitNodeEvent(t, "pw-good", outofservice.ReasonUntainted, 30*time.Second)
+	framework.WaitObjectEvent(t, client, metav1.NamespaceAll, "pw-good", outofservice.ReasonUntainted, 30*time.Second)
 	for name, want := range map[string]bool{"pw-good": false, "pw-hand": true} {
 		n, err := client.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil {
@@ -110,20 +110,5 @@ func waitNodeTaint(t *testing.T, name, key string, timeout time.Duration) {
 	})
 	if err != nil {
 		t.Fatalf("node %s has no taint %s within %s (taints: %v)", name, key, timeout, last)
-	}
-}
-
-// waitNodeEvent waits until an Event of that reason is recorded on the node.
-func waitNodeEvent(t *testing.T, name, reason string, timeout time.Duration) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		return slices.ContainsFunc(nodeEvents(ctx, t, name), func(e v1.Event) bool { return e.Reason == reason }), nil
-	})
-	if err != nil {
-		var seen []string
-		for _, e := range nodeEvents(t.Context(), t, name) {
-			seen = append(seen, e.Reason+": "+e.Message)
-		}
-		t.Fatalf("no Event %s on node %s within %s (seen: %v)", reason, name, timeout, seen)
 	}
 }
