@@ -11,7 +11,7 @@ import (
 
 // ErrNoNetRaw is returned by RaiseNetRaw when the process may not have
 // CAP_NET_RAW: answering ARP and Neighbor Solicitations takes raw sockets.
-var ErrNoNetRaw = errors.New("CAP_NET_RAW is neither effective nor permitted: L2 pools cannot be answered (the chart grants it when an L2 pool exists; docs/l2.md)")
+var ErrNoNetRaw = errors.New("CAP_NET_RAW is neither effective nor permitted: L2 pools cannot be answered (the chart grants it with agent.l2, or when the rendered config has an L2 pool; the plain manifest is deploy/node-agent/agent-l2.yaml; docs/l2.md)")
 
 // RaiseNetRaw makes CAP_NET_RAW effective in every thread of the process
 // when it is permitted (the image's agent holds it as a permitted file

@@ -451,3 +451,26 @@ func installPrometheusRuleCRD(t *testing.T) {
 	}
 	t.Fatal("the API server does not serve PrometheusRule")
 }
+
+// TestAgentManifestsL2: the plain manifests of the node agent come in two,
+// rendered from the chart's agent.l2: without CAP_NET_RAW
+// (deploy/node-agent/agent.yaml) and with it alone, for L2 pools
+// (agent-l2.yaml); both with the same read-only rules.
+func TestAgentManifestsL2(t *testing.T) {
+	dir := filepath.Join(framework.RepoRoot(), "deploy", "node-agent")
+	wantAgentRules := clusterRoleRules(t, readFile(t, filepath.Join(dir, "agent.yaml")))
+	for file, l2 := range map[string]bool{"agent.yaml": false, "agent-l2.yaml": true} {
+		t.Run(file, func(t *testing.T) {
+			daemonSets := 0
+			for _, o := range decodeAll(t, readFile(t, filepath.Join(dir, file))) {
+				if o.GetKind() == "DaemonSet" {
+					daemonSets++
+				}
+				checkAgent(t, o, wantAgentRules, l2)
+			}
+			if daemonSets != 1 {
+				t.Errorf("%s: %d DaemonSets, want 1", file, daemonSets)
+			}
+		})
+	}
+}

@@ -40,6 +40,13 @@ agents then answer ARP and Neighbor Solicitations, which takes CAP_NET_RAW
 {{- end -}}
 {{- end -}}
 
+{{/* Whether the agents get CAP_NET_RAW: agent.l2, else (auto) an L2 pool in cloudConfig. */}}
+{{- define "metal-ccm.agentNetRaw" -}}
+{{- $l2 := .Values.agent.l2 -}}
+{{- if kindIs "bool" $l2 -}}{{- if $l2 -}}true{{- end -}}
+{{- else if include "metal-ccm.l2" . -}}true{{- end -}}
+{{- end -}}
+
 {{/* The membership key Secret of L2 (l2.secretFile: <l2Dir>/<key>). */}}
 {{- define "metal-ccm.l2KeyVolume" -}}
 - name: l2-key
