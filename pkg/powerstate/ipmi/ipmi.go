@@ -172,6 +172,12 @@ func chassisPowerOn(ctx context.Context, b bmc, timeout time.Duration) (bool, er
 	}()
 	select {
 	case r := <-done:
+		if deadline, ok := ctx.Deadline(); r.err != nil && ok && !time.Now().Before(deadline) {
+			// The library gave up at ctx's deadline (its socket's read
+			// deadline is ctx's, which may pass a moment before ctx
+			// itself says so): no answer.
+			return false, fmt.Errorf("%w: %w", ErrNoAnswer, r.err)
+		}
 		return r.on, r.err
 	case <-ctx.Done():
 		return false, fmt.Errorf("%w: %w", ErrNoAnswer, ctx.Err())
