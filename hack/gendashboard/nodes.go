@@ -43,6 +43,9 @@ func l2() row {
 		upDown("L2 majority", "Whether each agent sees a majority of the expected agents and may answer. An agent without one stops answering.",
 			bad("cut off"), good("majority"), 6,
 			query{agent("metal_ccm_agent_l2_majority"), "{{instance}}"}),
+		upDown("L2 nodes forwarding", "Whether each agent's node passes its kube-proxy health check. A node that fails it answers for no L2 address while another candidate can.",
+			bad("kube-proxy failing"), good("forwards"), 6,
+			query{agent("metal_ccm_agent_l2_node_forwards"), "{{instance}}"}),
 	}}
 }
 

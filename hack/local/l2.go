@@ -48,9 +48,10 @@ func l2Nodes() []localNode {
 
 // l2CloudConfig is the cloud-config of the CCM and the agents: the L2 lab's
 // pool (198.18.125.200-207 and 2001:db8:125::200-207, announced with L2
-// only) and a zone for the segment's nodes.
-func l2CloudConfig() string {
-	return netlab.L2CloudConfig(fmt.Sprintf(`nodes:
+// only, its membership keyed with keyFile) and a zone for the segment's
+// nodes.
+func l2CloudConfig(keyFile string) string {
+	return netlab.L2CloudConfig(keyFile, fmt.Sprintf(`nodes:
   topology:
   - {subnet: %s, region: home, zone: home-lan}
   - {subnet: %q, region: home, zone: home-lan}
@@ -130,8 +131,12 @@ func upL2(root, dir string) error {
 	if err != nil {
 		return err
 	}
+	key, err := netlab.WriteL2Key(dir)
+	if err != nil {
+		return err
+	}
 	cloudConfig := filepath.Join(dir, "cloud-config.yaml")
-	if err := os.WriteFile(cloudConfig, []byte(l2CloudConfig()), 0o600); err != nil {
+	if err := os.WriteFile(cloudConfig, []byte(l2CloudConfig(key)), 0o600); err != nil {
 		return fmt.Errorf("write cloud-config: %w", err)
 	}
 	r := &l2Run{dir: dir}

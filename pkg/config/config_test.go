@@ -233,6 +233,7 @@ l2:
 				`l2.interfaces[3]: Too long`,
 				`l2.interfaces[4]: Invalid value: "a/b": not an interface name`,
 				`l2.nodeSelector: Invalid value: `,
+				`l2.secretFile: Required value: a pool is announced with L2`,
 			},
 		},
 	} {
@@ -248,6 +249,31 @@ l2:
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error lacks %q:\n%v", w, err)
 				}
+			}
+		})
+	}
+}
+
+// TestL2Key: a pool announced with L2 needs the membership's key, or
+// insecureMembership said out loud; without an L2 pool neither matters.
+func TestL2Key(t *testing.T) {
+	const l2Pool = "loadBalancer:\n  pools:\n  - {name: a, addresses: [198.18.0.0/24], announce: [L2]}\n"
+	for _, tc := range []struct {
+		name, in string
+		ok       bool
+	}{
+		{"L2 pool, no key", l2Pool, false},
+		{"L2 pool, a key file", l2Pool + "l2:\n  secretFile: /etc/metal-ccm/l2/key\n", true},
+		{"L2 pool, insecure membership", l2Pool + "l2:\n  insecureMembership: true\n", true},
+		{"no L2 pool, no key", "loadBalancer:\n  pools:\n  - {name: a, addresses: [198.18.0.0/24]}\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(header + tc.in))
+			if (err == nil) != tc.ok {
+				t.Errorf("Parse: %v, want ok %v", err, tc.ok)
+			}
+			if err != nil && !strings.Contains(err.Error(), "l2.secretFile: Required value") {
+				t.Errorf("the error does not name l2.secretFile: %v", err)
 			}
 		})
 	}
@@ -483,6 +509,7 @@ func TestPoolProtocols(t *testing.T) {
   - {name: both, addresses: [198.18.2.0/24], announce: [L2, BGP]}
 l2:
   nodeSelector: {matchLabels: {l2: "yes"}}
+  secretFile: /etc/metal-ccm/l2/key
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -511,6 +538,17 @@ l2:
 		if c.LoadBalancer.Announces(a, ProtocolBGP) != tc.bgp || c.LoadBalancer.Announces(a, ProtocolL2) != tc.l2 {
 			t.Errorf("%s: announced with BGP %v, L2 %v; want %v, %v", a, c.LoadBalancer.Announces(a, ProtocolBGP),
 				c.LoadBalancer.Announces(a, ProtocolL2), tc.bgp, tc.l2)
+		}
+	}
+	for _, tc := range []struct {
+		prefix  string
+		bgp, l2 bool
+	}{{"198.18.1.128/25", false, true}, {"198.18.0.0/23", true, true}, {"198.18.0.0/16", true, true}, {"198.18.0.7/32", true, false},
+		{"198.18.3.0/24", false, false}, {"2001:db8::/32", false, false}, {"198.18.1.77/24", false, true}} {
+		p := netip.MustParsePrefix(tc.prefix)
+		if c.LoadBalancer.PoolsOverlap(p, ProtocolBGP) != tc.bgp || c.LoadBalancer.PoolsOverlap(p, ProtocolL2) != tc.l2 {
+			t.Errorf("%s: overlaps a pool of BGP %v, L2 %v; want %v, %v", p, c.LoadBalancer.PoolsOverlap(p, ProtocolBGP),
+				c.LoadBalancer.PoolsOverlap(p, ProtocolL2), tc.bgp, tc.l2)
 		}
 	}
 	if !c.LoadBalancer.HasProtocol(ProtocolL2) {

@@ -63,6 +63,18 @@ func (lb *LoadBalancer) Announcer(proto Protocol) func(netip.Addr) bool {
 	return func(addr netip.Addr) bool { return lb.Announces(addr, proto) }
 }
 
+// PoolsOverlap reports whether a pool announced with proto has an address
+// in prefix (an L2 agent's segments worth telling the others of).
+func (lb *LoadBalancer) PoolsOverlap(prefix netip.Prefix, proto Protocol) bool {
+	pr := ipam.PrefixRange(prefix.Masked())
+	for i := range lb.Pools {
+		if lb.Pools[i].Announces(proto) && slices.ContainsFunc(lb.Pools[i].ranges, pr.Overlaps) {
+			return true
+		}
+	}
+	return false
+}
+
 // Rule is the rule of which Services are served: class and
 // serveDefaultClass. Every part that serves Services (the service
 // controller, the allocator, the announcers of the replicas and of the node

@@ -29,7 +29,7 @@ func TestChangedAtRestart(t *testing.T) {
 		{"nothing", restartDoc("", ""), restartDoc("", ""), nil},
 		{"onStop applies at once", restartDoc("", ""), restartDoc("", "  onStop: Withdraw\n"), nil},
 		{"the l2 section", restartDoc("", ""), restartDoc("", "l2:\n  interfaces: [eth1]\n"), []string{"l2"}},
-		{"a pool's protocols", restartDoc(poolB, ""), restartDoc("  - {name: b, addresses: [198.18.101.0/28], announce: [L2]}\n", ""),
+		{"a pool's protocols", restartDoc(poolB, "l2:\n  secretFile: /k\n"), restartDoc("  - {name: b, addresses: [198.18.101.0/28], announce: [L2]}\n", "l2:\n  secretFile: /k\n"),
 			[]string{"loadBalancer.pools[].announce"}},
 		{"a new pool", restartDoc("", ""), restartDoc(poolB, ""), []string{"loadBalancer.pools[].addresses", "loadBalancer.pools[].announce"}},
 		{"serviceStatus applies at once", restartDoc("", ""), restartDoc("", "serviceStatus:\n  writesPerSecond: 5\n"), nil},

@@ -66,7 +66,9 @@ type ServiceStatus struct {
 // Services with externalTrafficPolicy Cluster, the Service's
 // healthCheckNodePort for Local ones. A node failing its check is left out
 // of the addresses it carries until it passes again; when every node of an
-// address fails, all stay announced (fail open).
+// address fails, all stay announced (fail open). The L2 node agents check
+// their own node's kube-proxy with the same settings: a node that fails
+// answers for no L2 address while another candidate can (docs/l2.md).
 type HealthChecks struct {
 	// Enabled turns the checks on. Default: true.
 	Enabled *bool `json:"enabled,omitempty"`
@@ -226,9 +228,14 @@ type L2 struct {
 	MemberlistPort uint16 `json:"memberlistPort,omitempty"`
 	// SecretFile holds the key that encrypts and authenticates the
 	// membership's traffic (16, 24 or 32 bytes, raw or base64; for
-	// example a mounted Secret). Default: none (unencrypted; anyone on the
-	// segment can then join the membership).
+	// example a mounted Secret: the chart creates one). Required when a
+	// pool is announced with L2, unless insecureMembership is true.
 	SecretFile string `json:"secretFile,omitempty"`
+	// InsecureMembership lets the membership run without a key: any process
+	// that reaches the memberlist port of a node can then read it and take
+	// part, and only the binding of members to Nodes stands in its way
+	// (docs/l2.md). Default: false.
+	InsecureMembership bool `json:"insecureMembership,omitempty"`
 }
 
 // BGP configures the embedded speaker. Without peers nothing is announced.
@@ -334,6 +341,14 @@ type BGPPeer struct {
 	// is not on the speaker's segment (eBGP multihop), from 1 to 255.
 	// Default: 0 (directly connected only).
 	EBGPMultihop int `json:"ebgpMultihop,omitempty"`
+	// TTLSecurity turns on the Generalized TTL Security Mechanism (GTSM,
+	// RFC 5082) for the session: its packets leave with TTL 255, and only
+	// packets from at most one hop away (ebgpMultihop hops with
+	// ebgpMultihop) are taken, so that a host further away cannot reach the
+	// session even with a forged source. The router must have it on too
+	// (BIRD: ttl security on; FRR: neighbor ttl-security hops 1). Default:
+	// false.
+	TTLSecurity bool `json:"ttlSecurity,omitempty"`
 }
 
 // GracefulRestart configures BGP graceful restart (RFC 4724) for a peer.

@@ -43,6 +43,7 @@ func (c *CloudConfig) validate() field.ErrorList {
 	errs = append(errs, c.Routes.validate(field.NewPath("routes"), &c.BGP)...)
 	errs = append(errs, c.HealthChecks.validate(field.NewPath("healthChecks"))...)
 	errs = append(errs, c.L2.validate(field.NewPath("l2"))...)
+	errs = append(errs, c.L2.validateKey(field.NewPath("l2"), &c.LoadBalancer)...)
 	errs = append(errs, c.ServiceStatus.validate(field.NewPath("serviceStatus"))...)
 	return errs
 }

@@ -60,6 +60,17 @@ func (l *L2) validate(p *field.Path) field.ErrorList {
 	return errs
 }
 
+// validateKey asks for the membership's key once a pool is announced with
+// L2: without one, any process that reaches a node's memberlist port can
+// read the membership and join it.
+func (l *L2) validateKey(p *field.Path, lb *LoadBalancer) field.ErrorList {
+	if l.SecretFile != "" || l.InsecureMembership || !lb.HasProtocol(ProtocolL2) {
+		return nil
+	}
+	return field.ErrorList{field.Required(p.Child("secretFile"),
+		"a pool is announced with L2: the agents' membership needs a key file (16, 24 or 32 bytes, raw or base64; the chart creates one), or l2.insecureMembership: true to run it without")}
+}
+
 // Announces reports whether the pool's addresses are made reachable with
 // proto.
 func (pool *Pool) Announces(proto Protocol) bool {

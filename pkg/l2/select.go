@@ -118,3 +118,41 @@ func namedInterfaces(addr netip.Addr, ifaces []iface, names []string) ([]iface, 
 	}
 	return out, errors.Join(errs...)
 }
+
+// Reach tells which addresses the responder could answer for on this
+// node's interfaces now, by the rules of selectInterfaces: with names
+// (Options.Interfaces), any address, when one of them is an Ethernet
+// interface; without, the addresses of the on-link prefixes of the up,
+// non-loopback Ethernet interfaces. Only the prefixes that keep returns
+// true for are listed (those that overlap an L2 pool), sorted and masked.
+func Reach(names []string, keep func(netip.Prefix) bool) (anyAddress bool, reach []netip.Prefix, err error) {
+	ifaces, err := listInterfaces()
+	if err != nil {
+		return false, nil, err
+	}
+	anyAddress, reach = reachOf(ifaces, names, keep)
+	return anyAddress, reach, nil
+}
+
+func reachOf(ifaces []iface, names []string, keep func(netip.Prefix) bool) (anyAddress bool, reach []netip.Prefix) {
+	if len(names) > 0 {
+		return slices.ContainsFunc(ifaces, func(ifc iface) bool { return slices.Contains(names, ifc.Name) && ifc.ethernet() }), nil
+	}
+	for _, ifc := range ifaces {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 || !ifc.ethernet() {
+			continue
+		}
+		for _, p := range ifc.Prefixes {
+			if p = p.Masked(); keep(p) && !slices.Contains(reach, p) {
+				reach = append(reach, p)
+			}
+		}
+	}
+	slices.SortFunc(reach, func(a, b netip.Prefix) int {
+		if c := a.Addr().Compare(b.Addr()); c != 0 {
+			return c
+		}
+		return a.Bits() - b.Bits()
+	})
+	return false, reach
+}

@@ -405,6 +405,7 @@ l2:
   nodeSelector:
     matchLabels:
       %s: "true"
+  insecureMembership: true
 `, l2AgentPool, l2AgentAddr(true, 1), l2AgentAddr(true, l2AgentVIPs), l2AgentAddr(false, 1), l2AgentAddr(false, l2AgentVIPs), l2AgentLabel)
 	path := filepath.Join(ll.e.o.Dir, "l2agent-cloud-config.yaml")
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {

@@ -74,7 +74,7 @@ func TestChaosL2(t *testing.T) {
 	}
 	own := startOwnPlane(t, "chaos-l2")
 	cfg := filepath.Join(t.TempDir(), "cloud-config.yaml")
-	if err := os.WriteFile(cfg, []byte(netlab.L2CloudConfig("")), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(netlab.L2TestCloudConfig(t, "")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c := netlab.StartL2Cluster(t, netlab.L2ClusterOptions{

@@ -50,7 +50,7 @@ func TestL2Agents(t *testing.T) {
 		where = append(where, agentPlace{node: name, netns: lab.NodeNamespace(i)})
 	}
 	cfg := filepath.Join(t.TempDir(), "cloud-config.yaml")
-	if err := os.WriteFile(cfg, []byte(netlab.L2CloudConfig("healthChecks:\n  enabled: false\n")), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(netlab.L2TestCloudConfig(t, "healthChecks:\n  enabled: false\n")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	agents := startAgentsIn(t, where, cfg)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -156,6 +157,24 @@ func (n *RealNode) RestartKubeProxy() error {
 	}
 	n.KubeProxy, err = n.startInNetNS("kube-proxy", bin, "--config", filepath.Join(n.Dir, "kube-proxy.yaml"), "--v", "2")
 	return err
+}
+
+// StopKubeProxy kills the node's kube-proxy (SIGKILL) and deletes its
+// nftables tables, as a kube-proxy that crashed and whose rules a restart
+// of the firewall removed: the node stays Ready, and forwards no Service
+// traffic. RestartKubeProxy brings both back.
+func (n *RealNode) StopKubeProxy() error {
+	if n.KubeProxy == nil {
+		return fmt.Errorf("real node %s: no kube-proxy", n.Name)
+	}
+	n.KubeProxy.Kill()
+	for _, family := range []string{"ip", "ip6"} {
+		out, err := exec.Command("ip", "netns", "exec", n.NetNS, "nft", "delete", "table", family, "kube-proxy").CombinedOutput() //nolint:gosec // the node's own namespace
+		if err != nil {
+			return fmt.Errorf("real node %s: delete kube-proxy's %s table: %w: %s", n.Name, family, err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
 }
 
 // cgroupMounts are the mount points of the cgroup v1 hierarchies (named

@@ -59,7 +59,9 @@ func StartL2Cluster(t *testing.T, o L2ClusterOptions) *L2Cluster {
 			NodeIPs: []string{L2NodeAddr(IPv4, i).String(), L2NodeAddr(IPv6, i).String()},
 		}))
 	}
-	o.CP.StartCCMForTest(t, framework.CCMOptions{Name: "ccm-" + o.Prefix, CloudConfig: o.CloudConfig, NetNS: c.Nodes[0],
+	// The health checks as the config has them (on by default): the agents
+	// read the same file and check their own node's kube-proxy.
+	o.CP.StartCCMForTest(t, framework.CCMOptions{Name: "ccm-" + o.Prefix, CloudConfig: o.CloudConfig, NetNS: c.Nodes[0], HealthChecks: true,
 		Kubeconfig: c.RealNodes[0].Kubeconfig(), Args: []string{
 			"--leader-elect-resource-name", o.LeaseName, "--allocate-node-cidrs=false",
 			"--configure-cloud-routes=false", "--node-monitor-period", "1s",

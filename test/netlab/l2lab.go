@@ -3,12 +3,15 @@ package netlab
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -256,8 +259,9 @@ func L2VIP(f Family, i int) netip.Addr {
 
 // L2CloudConfig is a cloud-config with one pool "l2" of eight addresses of
 // each family of the segment (L2VIP 0 to 7), answered with L2 and announced
-// with nothing else, followed by extra (more top-level fields, or "").
-func L2CloudConfig(extra string) string {
+// with nothing else, its membership keyed with the key in keyFile
+// (WriteL2Key), followed by extra (more top-level fields but l2, or "").
+func L2CloudConfig(keyFile, extra string) string {
 	return fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
 kind: CloudConfig
 loadBalancer:
@@ -265,7 +269,35 @@ loadBalancer:
   - name: l2
     addresses: ["%s-%s", "%s-%s"]
     announce: [L2]
-`, L2VIP(IPv4, 0), L2VIP(IPv4, 7), L2VIP(IPv6, 0), L2VIP(IPv6, 7)) + extra
+l2:
+  secretFile: %q
+`, L2VIP(IPv4, 0), L2VIP(IPv4, 7), L2VIP(IPv6, 0), L2VIP(IPv6, 7), keyFile) + extra
+}
+
+// WriteL2Key writes a new random membership key (l2.secretFile, base64)
+// into dir and returns its path: the labs run the membership keyed, as the
+// chart does.
+func WriteL2Key(dir string) (string, error) {
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return "", fmt.Errorf("netlab: L2 key: %w", err)
+	}
+	path := filepath.Join(dir, "l2-key")
+	if err := os.WriteFile(path, []byte(base64.StdEncoding.EncodeToString(key)+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("netlab: L2 key: %w", err)
+	}
+	return path, nil
+}
+
+// L2TestCloudConfig is L2CloudConfig with a key in the test's temporary
+// folder.
+func L2TestCloudConfig(t testing.TB, extra string) string {
+	t.Helper()
+	key, err := WriteL2Key(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return L2CloudConfig(key, extra)
 }
 
 // L2Owner is the node (by index) the agents must choose for vip among the

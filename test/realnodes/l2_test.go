@@ -127,6 +127,46 @@ func TestL2OnRealNodes(t *testing.T) {
 		})
 	}
 
+	t.Run(fmt.Sprintf("the answering node's kube-proxy stopped, its rules gone (%s)", vips[0]), func(t *testing.T) {
+		vip, owner := vips[0], owners[0]
+		next := netlab.L2Owner(vip, slices.DeleteFunc(slices.Clone(all), func(i int) bool { return i == owner }))
+		node := lab.RealNodes[owner]
+		loop := lab.StartFailoverLoop(vip)
+		fault := time.Now()
+		if err := node.StopKubeProxy(); err != nil {
+			t.Fatal(err)
+		}
+		restarted := false
+		restart := func() {
+			if !restarted {
+				restarted = true
+				if err := node.RestartKubeProxy(); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		defer restart()
+		took := lab.WaitMAC(t, vip, next, 10*time.Second)
+		res := loop.StopAfter(time.Second)
+		back := res.Recovered(fault)
+		t.Logf("kube-proxy of %s stopped, its rules gone: %s answers after %s; requests %d, failed %d (%v), succeeding again %s after the fault",
+			node.Name, lab.RealNodes[next].Name, took.Round(time.Millisecond), len(res), res.Failed(fault), res.FirstError(), back.Round(time.Millisecond))
+		if back > l2Failover {
+			t.Errorf("requests succeeded again %s after the fault, more than %s", back, l2Failover)
+		}
+		if n := waitNode(t, node.Name, time.Second, func(*v1.Node) bool { return true }); !nodeReady(n) {
+			t.Errorf("node %s is not Ready: the move was not the agent's check", n.Name)
+		}
+		if !lab.Agents[owner].LogContains("kube-proxy fails its health check") {
+			t.Errorf("the agent of %s never said that kube-proxy fails", node.Name)
+		}
+		waitL2Annotation(t, ns, "echo", map[netip.Addr]string{vip: lab.RealNodes[next].Name})
+		// kube-proxy back: its node passes again and takes its address back.
+		restart()
+		lab.WaitMAC(t, vip, owner, 30*time.Second)
+		lab.WaitAnswers(t, vip)
+	})
+
 	t.Run("externalTrafficPolicy Local: the answering node moves with the endpoint", func(t *testing.T) {
 		framework.CreateLoadBalancer(t, client, ns, "local", withTargetPort(8080), framework.Local)
 		vip := waitVIPs(t, ns, "local", 1)[0]
@@ -154,7 +194,7 @@ func startL2RealNodes(t *testing.T) *netlab.L2Cluster {
 	archives, pauseRef := testImages(t)
 	return netlab.StartL2Cluster(t, netlab.L2ClusterOptions{
 		CP: cp, Client: client, Prefix: "l2real", Images: archives, SandboxImage: pauseRef,
-		CloudConfig: writeConfig(t, netlab.L2CloudConfig("")), LeaseName: "l2realnodes",
+		CloudConfig: writeConfig(t, netlab.L2TestCloudConfig(t, "")), LeaseName: "l2realnodes",
 	})
 }
 

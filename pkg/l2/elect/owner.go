@@ -47,7 +47,7 @@ type Choice struct {
 }
 
 // Choose decides who answers for each address: among its candidates whose
-// agent is alive, the first by rendezvous hashing of the address (the same
+// agent is alive and whose node can carry it (fit), the first by rendezvous hashing of the address (the same
 // rule that picks the BGP next hops of an address when there are more nodes
 // than paths), so that addresses spread over the nodes and a node that comes
 // or goes moves only the addresses it gains or loses. This node answers for
@@ -63,23 +63,17 @@ func Choose(v View) Choice {
 	for name := range v.Expected {
 		expected = append(expected, name)
 	}
-	live := map[netip.Addr]bool{}
+	live := map[netip.Addr]member.Fitness{}
 	for i, m := range bound {
 		names[i] = m.Name
 		for _, a := range m.Addresses {
-			live[a.Unmap()] = true
+			live[a.Unmap()] = m.Fitness
 		}
 	}
 	c := Choice{Quorum: member.HasQuorum(names, expected), Owners: make(map[netip.Prefix]netip.Addr, len(v.Candidates)),
 		Members: bound, Ignored: len(v.Alive) - len(bound)}
 	for p, hops := range v.Candidates {
-		var up []netip.Addr
-		for _, h := range hops {
-			if live[h.Unmap()] {
-				up = append(up, h.Unmap())
-			}
-		}
-		owner, ok := rendezvous.Owner(p, up)
+		owner, ok := rendezvous.Owner(p, fit(p.Addr(), hops, live))
 		if !ok {
 			continue
 		}
@@ -90,6 +84,29 @@ func Choose(v View) Choice {
 	}
 	slices.SortFunc(c.Mine, netip.Addr.Compare)
 	return c
+}
+
+// fit are the hops (candidates of addr) whose agent is alive and says its
+// node serves addr; when none does, every live one (fail open, as the
+// replicas' health checks: an address is better answered by a node that
+// may not forward than by none, and a cluster whose every check fails, or
+// whose agents have just started, still answers).
+func fit(addr netip.Addr, hops []netip.Addr, live map[netip.Addr]member.Fitness) []netip.Addr {
+	var up, serving []netip.Addr
+	for _, h := range hops {
+		f, ok := live[h.Unmap()]
+		if !ok {
+			continue
+		}
+		up = append(up, h.Unmap())
+		if f.Serves(addr) {
+			serving = append(serving, h.Unmap())
+		}
+	}
+	if len(serving) == 0 {
+		return up
+	}
+	return serving
 }
 
 // Bound are the members that count: each named as an expected node,

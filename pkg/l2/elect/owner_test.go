@@ -174,3 +174,63 @@ func TestOnlyBoundMembersCount(t *testing.T) {
 		})
 	}
 }
+
+// TestChooseFitness: an address is owned by a live candidate whose node
+// can carry it (its kube-proxy passes, an interface reaches the address);
+// when no live candidate can, by any live one (fail open).
+func TestChooseFitness(t *testing.T) {
+	cands := l2Candidates(20)
+	all := expectedOf(l2Nodes)
+	withFitness := func(fs ...member.Fitness) []member.Member {
+		out := slices.Clone(l2Nodes)
+		for i := range out {
+			out[i].Fitness = fs[i]
+		}
+		return out
+	}
+	fit := member.Fitness{Forwards: true, AnyAddress: true}
+	base := answered(cands, withFitness(fit, fit, fit), all)
+	// The zero Fitness (not checked yet) everywhere: as if all were fit.
+	if got := answered(cands, l2Nodes, all); !maps.EqualFunc(got, base, slices.Equal) {
+		t.Errorf("every node unfit: owners %v, want those of every node fit %v", got, base)
+	}
+	for _, tc := range []struct {
+		name string
+		a    member.Fitness
+		// serves: whether a may own the address.
+		serves func(netip.Addr) bool
+	}{
+		{"a's kube-proxy fails", member.Fitness{AnyAddress: true}, func(netip.Addr) bool { return false }},
+		{"a reaches only the IPv4 segment", member.Fitness{Forwards: true, Reach: []netip.Prefix{netip.MustParsePrefix("198.18.6.0/24")}},
+			netip.Addr.Is4},
+		{"a reaches no segment", member.Fitness{Forwards: true}, func(netip.Addr) bool { return false }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := answered(cands, withFitness(tc.a, fit, fit), all)
+			moved := 0
+			for p := range cands {
+				was, now := base[p.Addr()][0], got[p.Addr()]
+				switch {
+				case len(now) != 1:
+					t.Fatalf("%s answered by %v, want one node", p.Addr(), now)
+				case was == "a" && !tc.serves(p.Addr()):
+					if now[0] == "a" {
+						t.Errorf("%s still answered by a, which cannot carry it", p.Addr())
+					}
+					moved++
+				case now[0] != was:
+					t.Errorf("%s moved from %s to %s, though %s can carry it", p.Addr(), was, now[0], was)
+				}
+			}
+			if moved == 0 {
+				t.Error("a owned no address it cannot carry: the case shows nothing")
+			}
+		})
+	}
+	t.Run("no live candidate fit: the live ones (fail open)", func(t *testing.T) {
+		unfit := member.Fitness{AnyAddress: true}
+		if got := answered(cands, withFitness(unfit, unfit, unfit), all); !maps.EqualFunc(got, base, slices.Equal) {
+			t.Errorf("every kube-proxy failing: owners %v, want %v", got, base)
+		}
+	})
+}

@@ -4,27 +4,37 @@ import (
 	"log"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 
 	"github.com/hashicorp/memberlist"
 	"k8s.io/klog/v2"
 )
 
-// metaDelegate gives memberlist this member's metadata; the membership
-// carries no messages or state of its own.
-type metaDelegate []byte
+// metaDelegate gives memberlist this member's metadata, which SetFitness
+// changes; the membership carries no messages or state of its own.
+type metaDelegate struct{ md atomic.Pointer[[]byte] }
 
-func (d metaDelegate) NodeMeta(limit int) []byte {
-	if len(d) > limit { // Start checked it against MetaMaxSize; memberlist would panic
-		return nil
-	}
+func newMetaDelegate(md []byte) *metaDelegate {
+	d := &metaDelegate{}
+	d.set(md)
 	return d
 }
-func (metaDelegate) NotifyMsg([]byte)                  {}
-func (metaDelegate) GetBroadcasts(_, _ int) [][]byte   { return nil }
-func (metaDelegate) LocalState(bool) []byte            { return nil }
-func (metaDelegate) MergeRemoteState(_ []byte, _ bool) {}
 
-var _ memberlist.Delegate = metaDelegate(nil)
+func (d *metaDelegate) set(md []byte) { d.md.Store(&md) }
+
+func (d *metaDelegate) NodeMeta(limit int) []byte {
+	md := *d.md.Load()
+	if len(md) > limit { // encode checked it against MetaMaxSize; memberlist would panic
+		return nil
+	}
+	return md
+}
+func (*metaDelegate) NotifyMsg([]byte)                  {}
+func (*metaDelegate) GetBroadcasts(_, _ int) [][]byte   { return nil }
+func (*metaDelegate) LocalState(bool) []byte            { return nil }
+func (*metaDelegate) MergeRemoteState(_ []byte, _ bool) {}
+
+var _ memberlist.Delegate = (*metaDelegate)(nil)
 
 // events turns memberlist's events into a coalescing notification. Memberlist
 // calls them with its state locked, so they only log and never block.
@@ -38,7 +48,7 @@ func (e events) notify(what string, n *memberlist.Node) {
 	if l := e.m.logger.V(2); l.Enabled() {
 		md, err := decodeMeta(n.Meta)
 		addr, _ := netip.AddrFromSlice(n.Addr)
-		l.Info(what, "name", n.Name, "addr", netip.AddrPortFrom(addr.Unmap(), n.Port), "observer", md.role == roleObserver, "addresses", md.addresses, "metaErr", err)
+		l.Info(what, "name", n.Name, "addr", netip.AddrPortFrom(addr.Unmap(), n.Port), "observer", md.role == roleObserver, "addresses", md.addresses, "fitness", md.fitness, "metaErr", err)
 	}
 	select {
 	case e.m.changed <- struct{}{}:

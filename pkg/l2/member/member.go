@@ -39,14 +39,18 @@ type Config struct {
 	// the others to reach it at: the node's InternalIP and DefaultPort. Port
 	// 0 picks a free port (tests).
 	Bind netip.AddrPort
-	// SecretKey, when set, encrypts all gossip with AES (16, 24 or 32
-	// bytes); a member with another key cannot join.
-	SecretKey []byte
+	// Keys, when set, encrypt and authenticate all gossip with AES (16, 24
+	// or 32 bytes each): the first encrypts what this member sends, any of
+	// them is accepted. A member that shares no key cannot join.
+	Keys [][]byte
 	// Observer joins and watches but is never counted nor chosen (the CCM).
 	Observer bool
 	// Timing is how fast members are declared dead; zero fields take
 	// DefaultTiming's.
 	Timing Timing
+	// Fitness is what the agent says of its node at the start (the zero
+	// value: not fit until SetFitness says so).
+	Fitness Fitness
 }
 
 // Member is an agent alive in the membership.
@@ -56,11 +60,16 @@ type Member struct {
 	// From is the address the membership reaches it at (it answers the
 	// probes there): unlike the claims, a member cannot choose it freely.
 	From netip.Addr
+	// Fitness is what it says of its node's ability to carry addresses.
+	Fitness Fitness
 }
 
 // Members is this node's view of the membership.
 type Members struct {
 	ml      *memberlist.Memberlist
+	meta    *metaDelegate
+	role    role
+	addrs   []netip.Addr
 	logger  klog.Logger
 	self    netip.AddrPort
 	changed chan struct{}
@@ -84,16 +93,20 @@ func Start(ctx context.Context, cfg Config) (*Members, error) {
 	if cfg.Observer {
 		r = roleObserver
 	}
-	md, err := meta{role: r, addresses: cfg.Addresses}.encode()
+	md, err := meta{role: r, addresses: cfg.Addresses, fitness: cfg.Fitness}.encode()
 	if err != nil {
 		return nil, fmt.Errorf("member %s: metadata: %w", cfg.Name, err)
 	}
-	if cfg.SecretKey != nil {
-		if err := memberlist.ValidateKey(cfg.SecretKey); err != nil {
-			return nil, fmt.Errorf("member %s: secret key: %w", cfg.Name, err)
+	var keyring *memberlist.Keyring
+	if len(cfg.Keys) > 0 {
+		if keyring, err = memberlist.NewKeyring(cfg.Keys, cfg.Keys[0]); err != nil {
+			return nil, fmt.Errorf("member %s: keys: %w", cfg.Name, err)
 		}
 	}
 	m := &Members{
+		meta:    newMetaDelegate(md),
+		role:    r,
+		addrs:   slices.Clone(cfg.Addresses),
 		logger:  klog.FromContext(ctx).WithName("member"),
 		changed: make(chan struct{}, 1),
 		done:    make(chan struct{}),
@@ -106,13 +119,13 @@ func Start(ctx context.Context, cfg Config) (*Members, error) {
 	c.AdvertiseAddr = c.BindAddr
 	c.AdvertisePort = c.BindPort
 	c.Label = label
-	c.SecretKey = cfg.SecretKey
+	c.Keyring = keyring
 	cfg.Timing.apply(c)
 	// A node re-addressed under the same name takes its old entry over as
 	// soon as that is dead, instead of being refused as a conflict until
 	// memberlist forgets the old one.
 	c.DeadNodeReclaimTime = time.Second
-	c.Delegate = metaDelegate(md)
+	c.Delegate = m.meta
 	c.Events = events{m}
 	c.Logger = newLogger(m.logger)
 
@@ -123,7 +136,7 @@ func Start(ctx context.Context, cfg Config) (*Members, error) {
 	m.ml = ml
 	// With port 0, memberlist has put the port it got into c.
 	m.self = netip.AddrPortFrom(cfg.Bind.Addr(), uint16(c.BindPort)) //nolint:gosec // a port memberlist bound
-	m.logger.V(2).Info("Membership started", "name", cfg.Name, "bind", m.self, "observer", cfg.Observer, "encrypted", cfg.SecretKey != nil)
+	m.logger.V(2).Info("Membership started", "name", cfg.Name, "bind", m.self, "observer", cfg.Observer, "keys", len(cfg.Keys))
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -211,10 +224,31 @@ func (m *Members) Alive() []Member {
 			continue
 		}
 		from, _ := netip.AddrFromSlice(n.Addr)
-		out = append(out, Member{Name: n.Name, Addresses: md.addresses, From: from.Unmap()})
+		out = append(out, Member{Name: n.Name, Addresses: md.addresses, From: from.Unmap(), Fitness: md.fitness})
 	}
 	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// SetFitness changes what this member says of its node and gossips it,
+// waiting at most timeout for the news to go out. The others (and this
+// member's own Alive) see it with the member's next state: the same
+// gossip that carries liveness.
+func (m *Members) SetFitness(f Fitness, timeout time.Duration) error {
+	md, err := meta{role: m.role, addresses: m.addrs, fitness: f}.encode()
+	if err != nil {
+		return fmt.Errorf("member: metadata: %w", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down {
+		return errors.New("member: fitness after shutdown")
+	}
+	m.meta.set(md)
+	if err := m.ml.UpdateNode(timeout); err != nil {
+		return fmt.Errorf("member: gossip fitness: %w", err)
+	}
+	return nil
 }
 
 // Names is the names of the members, in their order.

@@ -106,16 +106,16 @@ func TestMembership(t *testing.T) {
 	}
 }
 
-func TestSecretKey(t *testing.T) {
+func TestKeys(t *testing.T) {
 	key := []byte("0123456789abcdef")
-	a := start(t, Config{Name: "a0", SecretKey: key})
-	b := start(t, Config{Name: "a1", SecretKey: key})
+	a := start(t, Config{Name: "a0", Keys: [][]byte{key}})
+	b := start(t, Config{Name: "a1", Keys: [][]byte{key}})
 	if err := b.Join([]netip.AddrPort{a.LocalAddr()}); err != nil {
 		t.Fatalf("same key: %v", err)
 	}
 	eventually(t, 5*time.Second, "same key joined", func() bool { return names(a) == "[a0 a1]" })
 	for _, other := range []Config{
-		{Name: "wrong", SecretKey: []byte("fedcba9876543210")},
+		{Name: "wrong", Keys: [][]byte{[]byte("fedcba9876543210")}},
 		{Name: "none"},
 	} {
 		c := start(t, other)
@@ -128,9 +128,37 @@ func TestSecretKey(t *testing.T) {
 			t.Errorf("%s: cluster sees %s, it sees %s", other.Name, names(a), names(c))
 		}
 	}
-	if _, err := Start(t.Context(), Config{Name: "short", SecretKey: []byte("short"), Bind: netip.AddrPortFrom(loopback, 0)}); err == nil {
+	if _, err := Start(t.Context(), Config{Name: "short", Keys: [][]byte{[]byte("short")}, Bind: netip.AddrPortFrom(loopback, 0)}); err == nil {
 		t.Error("a 5-byte key accepted")
 	}
+}
+
+// TestKeyRotation: the steps of docs/l2.md keep one membership throughout.
+// A member that sends with the new key and accepts both talks with one
+// that sends with the old key and accepts both, and with one that still
+// knows only the old key as long as it sends with the old one.
+func TestKeyRotation(t *testing.T) {
+	oldKey, newKey := []byte("0123456789abcdef"), []byte("fedcba9876543210")
+	onlyOld := start(t, Config{Name: "a0", Keys: [][]byte{oldKey}})
+	added := start(t, Config{Name: "a1", Keys: [][]byte{oldKey, newKey}}) // step 1: new key second
+	if err := added.Join([]netip.AddrPort{onlyOld.LocalAddr()}); err != nil {
+		t.Fatalf("step 1: %v", err)
+	}
+	switched := start(t, Config{Name: "a2", Keys: [][]byte{newKey, oldKey}}) // step 2: new key first
+	if err := switched.Join([]netip.AddrPort{added.LocalAddr()}); err != nil {
+		t.Fatalf("step 2: %v", err)
+	}
+	for i, m := range []*Members{added, switched} {
+		eventually(t, 5*time.Second, fmt.Sprintf("member %d sees the three", i), func() bool { return names(m) == "[a0 a1 a2]" })
+	}
+	done := start(t, Config{Name: "a3", Keys: [][]byte{newKey}}) // step 3: old key gone
+	if err := done.Join([]netip.AddrPort{switched.LocalAddr()}); err != nil {
+		t.Fatalf("step 3: %v", err)
+	}
+	eventually(t, 5*time.Second, "the member with the new key only joins those that accept it", func() bool {
+		n := names(switched)
+		return n == "[a0 a1 a2 a3]" || n == "[a1 a2 a3]"
+	})
 }
 
 func TestLeaveAndContext(t *testing.T) {
@@ -256,5 +284,41 @@ func TestNoFalseDeaths(t *testing.T) {
 				t.Fatalf("member %d sees %s", i, got)
 			}
 		}
+	}
+}
+
+// TestFitnessGossiped: what an agent says of its node reaches every
+// member, the observer and itself included, and so does its change.
+func TestFitnessGossiped(t *testing.T) {
+	agents, observer := cluster(t, 3)
+	all := append(slices.Clone(agents), observer)
+	fitness := func(m *Members, name string) Fitness {
+		for _, mb := range m.Alive() {
+			if mb.Name == name {
+				return mb.Fitness
+			}
+		}
+		return Fitness{}
+	}
+	for i, m := range all {
+		eventually(t, 5*time.Second, fmt.Sprintf("member %d sees the 3 agents", i), func() bool { return names(m) == "[a0 a1 a2]" })
+	}
+	if f := fitness(observer, "a1"); f.Forwards {
+		t.Errorf("a1 started with the zero Fitness, seen as %v", f)
+	}
+	for _, want := range []Fitness{
+		{Forwards: true, Reach: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24"), netip.MustParsePrefix("2001:db8::/64")}},
+		{AnyAddress: true},
+	} {
+		if err := agents[1].SetFitness(want, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range all {
+			eventually(t, 5*time.Second, fmt.Sprintf("member %d sees a1 %v", i, want), func() bool { return fitness(m, "a1").Equal(want) })
+		}
+	}
+	agents[1].Shutdown()
+	if err := agents[1].SetFitness(Fit, time.Second); err == nil {
+		t.Error("SetFitness after Shutdown: no error")
 	}
 }

@@ -11,11 +11,12 @@ import (
 // The node metadata every member gossips (memberlist caps it at 512 bytes):
 //
 //	version (1) | role (1) | address count (1) | count × (length 4 or 16, address)
+//	version 2 appends: fitness (encodeFitness)
 //
 // A later version only appends fields, so a reader takes the fields it
 // knows from any version at least its own: agents of two releases can run
 // side by side during a rolling update.
-const metaVersion = 1
+const metaVersion = 2
 
 // role is what a member is in the election.
 type role byte
@@ -28,6 +29,7 @@ const (
 type meta struct {
 	role      role
 	addresses []netip.Addr
+	fitness   Fitness // Fit when a version 1 member sent it
 }
 
 var errMeta = errors.New("malformed member metadata")
@@ -45,8 +47,12 @@ func (m meta) encode() ([]byte, error) {
 		b = append(b, byte(len(s))) //nolint:gosec // 4 or 16
 		b = append(b, s...)
 	}
+	b, err := encodeFitness(b, m.fitness)
+	if err != nil {
+		return nil, err
+	}
 	if len(b) > memberlist.MetaMaxSize {
-		return nil, fmt.Errorf("%d addresses take %d bytes of metadata, more than memberlist's %d", len(m.addresses), len(b), memberlist.MetaMaxSize)
+		return nil, fmt.Errorf("%d addresses and %d prefixes take %d bytes of metadata, more than memberlist's %d", len(m.addresses), len(m.fitness.Reach), len(b), memberlist.MetaMaxSize)
 	}
 	return b, nil
 }
@@ -68,5 +74,14 @@ func decodeMeta(b []byte) (meta, error) {
 		m.addresses = append(m.addresses, a)
 		rest = rest[1+rest[0]:]
 	}
+	if b[0] < 2 {
+		m.fitness = Fit
+		return m, nil
+	}
+	f, err := decodeFitness(rest)
+	if err != nil {
+		return meta{}, err
+	}
+	m.fitness = f
 	return m, nil
 }

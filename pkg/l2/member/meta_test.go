@@ -12,6 +12,9 @@ func TestMetaRoundTrip(t *testing.T) {
 		{role: roleAgent},
 		{role: roleObserver, addresses: []netip.Addr{netip.MustParseAddr("198.18.0.10")}},
 		{role: roleAgent, addresses: []netip.Addr{netip.MustParseAddr("198.18.0.11"), netip.MustParseAddr("2001:db8::11")}},
+		{role: roleAgent, addresses: []netip.Addr{netip.MustParseAddr("198.18.0.12")}, fitness: Fitness{Forwards: true,
+			Reach: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24"), netip.MustParsePrefix("2001:db8::/64")}}},
+		{role: roleAgent, fitness: Fitness{AnyAddress: true}},
 	} {
 		b, err := m.encode()
 		if err != nil {
@@ -34,6 +37,15 @@ func TestMetaRoundTrip(t *testing.T) {
 	}
 }
 
+// TestMetaVersion1: a member of the release before fitness (version 1,
+// addresses only) is read as fit for every address.
+func TestMetaVersion1(t *testing.T) {
+	got, err := decodeMeta([]byte{1, byte(roleAgent), 1, 4, 198, 18, 0, 13})
+	if err != nil || !got.fitness.Equal(Fit) || fmt.Sprint(got.addresses) != "[198.18.0.13]" {
+		t.Errorf("version 1 metadata decoded as %v, %v; want fit for every address", got, err)
+	}
+}
+
 func TestMetaLimits(t *testing.T) {
 	var many []netip.Addr
 	for i := range 40 {
@@ -45,7 +57,9 @@ func TestMetaLimits(t *testing.T) {
 	if _, err := (meta{addresses: []netip.Addr{{}}}).encode(); err == nil {
 		t.Error("an invalid address encoded")
 	}
-	for _, b := range [][]byte{nil, {1, 0}, {0, 0, 0}, {1, 0, 1}, {1, 0, 1, 5, 1, 2, 3, 4, 5}, {1, 0, 1, 4, 198, 18}, {1, 0, 2, 4, 198, 18, 0, 1}} {
+	for _, b := range [][]byte{nil, {1, 0}, {0, 0, 0}, {1, 0, 1}, {1, 0, 1, 5, 1, 2, 3, 4, 5}, {1, 0, 1, 4, 198, 18}, {1, 0, 2, 4, 198, 18, 0, 1},
+		// Version 2: fitness missing, a prefix cut short, more bits than the address has.
+		{2, 0, 0}, {2, 0, 0, 1}, {2, 0, 0, 1, 1, 4, 198, 18, 0, 0}, {2, 0, 0, 1, 1, 4, 198, 18, 0, 0, 33}} {
 		if m, err := decodeMeta(b); !errors.Is(err, errMeta) {
 			t.Errorf("%v decoded as %v, %v", b, m, err)
 		}

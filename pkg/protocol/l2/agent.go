@@ -14,6 +14,7 @@ import (
 
 	"github.com/metal-ccm/metal-ccm/pkg/announcer"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
+	"github.com/metal-ccm/metal-ccm/pkg/healthcheck"
 	l2resp "github.com/metal-ccm/metal-ccm/pkg/l2"
 	"github.com/metal-ccm/metal-ccm/pkg/l2/elect"
 	"github.com/metal-ccm/metal-ccm/pkg/l2/member"
@@ -42,6 +43,7 @@ type agent struct {
 	ann       *announcer.Announcer
 	members   *member.Members
 	responder *l2resp.Responder
+	fitness   *fitness
 
 	// For status and metrics, written by decide.
 	answering atomic.Int64
@@ -77,13 +79,13 @@ func (Protocol) Agent(ctx context.Context, cfg *config.CloudConfig, env protocol
 	if err := l2resp.RaiseNetRaw(); err != nil {
 		return nil, err
 	}
-	key, err := member.ReadKey(l2cfg.SecretFile)
+	keys, err := member.ReadKeys(l2cfg.SecretFile)
 	if err != nil {
 		return nil, err
 	}
 	members, err := member.Start(ctx, member.Config{
 		Name: env.Node.Name, Addresses: self, Bind: netip.AddrPortFrom(bind, l2cfg.MemberlistPort),
-		SecretKey: key, Timing: member.DefaultTiming(),
+		Keys: keys, Timing: member.DefaultTiming(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("L2 membership: %w", err)
@@ -91,12 +93,18 @@ func (Protocol) Agent(ctx context.Context, cfg *config.CloudConfig, env protocol
 	responder := l2resp.New(l2resp.Options{Interfaces: l2cfg.Interfaces, Refresh: l2resp.DefaultRefresh})
 	a := newAgent(self, members, responder, corelisters.NewNodeLister(env.Informers.Nodes.GetIndexer()), l2cfg)
 	a.members, a.responder = members, responder
+	a.fitness = newFitness(healthChecks(cfg), netip.AddrPortFrom(bind, cfg.HealthChecks.Port),
+		func() (bool, []netip.Prefix, error) {
+			return l2resp.Reach(l2cfg.Interfaces, func(p netip.Prefix) bool { return cfg.LoadBalancer.PoolsOverlap(p, config.ProtocolL2) })
+		},
+		func(f member.Fitness) error { return members.SetFitness(f, leaveTimeout) })
 	// Every eligible node of each address, up to the most the announcer
 	// keeps: the owner is chosen among those of them whose agent is alive.
 	a.ann = announcer.New(env.Informers, a.watch.Candidates, env.Wants,
 		announcer.Options{MaxNextHops: announcer.MaxNextHops, Addresses: cfg.LoadBalancer.Announcer(config.ProtocolL2), InPools: cfg.LoadBalancer.InPools})
 	klog.FromContext(ctx).Info("Answering ARP and Neighbor Solicitations for the L2 addresses this node owns",
-		"membership", netip.AddrPortFrom(bind, l2cfg.MemberlistPort), "interfaces", l2cfg.Interfaces, "encrypted", key != nil)
+		"membership", netip.AddrPortFrom(bind, l2cfg.MemberlistPort), "interfaces", l2cfg.Interfaces, "keys", len(keys),
+		"kubeProxyCheck", a.fitness.checked())
 	return a, nil
 }
 
@@ -114,6 +122,7 @@ func (a *agent) Run(ctx context.Context) {
 		}
 	}()
 	go a.ann.Run(ctx)
+	go a.fitness.Run(ctx)
 	a.answer(ctx)
 	if err := a.members.Leave(leaveTimeout); err != nil {
 		logger.V(2).Info("Leaving the L2 membership", "err", err)
@@ -193,10 +202,20 @@ func (a *agent) grew(alive []member.Member) bool {
 	return false
 }
 
-// Ready: the agent has decided once on a complete view of the addresses.
+// Ready: the agent has decided once on a complete view of the addresses,
+// and its node can carry them (kube-proxy passes its check).
 func (a *agent) Ready() error {
 	if !a.synced.Load() {
 		return protocol.ErrStarting
+	}
+	return a.fitness.Ready()
+}
+
+// healthChecks are the options of the check of the node's own kube-proxy,
+// nil when healthChecks.enabled is false.
+func healthChecks(cfg *config.CloudConfig) *healthcheck.Options {
+	if o, on := healthcheck.FromConfig(cfg.HealthChecks); on {
+		return &o
 	}
 	return nil
 }
@@ -214,6 +233,11 @@ func (a *agent) Collect(ch chan<- metrics.Metric) {
 	ch <- metrics.NewLazyConstMetric(descMembers, metrics.GaugeValue, float64(a.seen.Load()))
 	ch <- metrics.NewLazyConstMetric(descMajority, metrics.GaugeValue, majority)
 	ch <- metrics.NewLazyConstMetric(descIgnored, metrics.GaugeValue, float64(a.ignored.Load()))
+	forwards := 0.0
+	if a.fitness.Forwards() {
+		forwards = 1
+	}
+	ch <- metrics.NewLazyConstMetric(descForwards, metrics.GaugeValue, forwards)
 }
 
 // errString is err's text, "" for nil.

@@ -12,6 +12,8 @@ var (
 		"L2 agents the node agent sees alive in the membership, itself included.", nil, nil, metrics.ALPHA, "")
 	descIgnored = metrics.NewDesc("metal_ccm_agent_l2_ignored_members",
 		"Members the node agent sees alive in the L2 membership that it ignores: not named as a node l2.nodeSelector selects (Ready), or claiming addresses that are not that node's InternalIPs.", nil, nil, metrics.ALPHA, "")
+	descForwards = metrics.NewDesc("metal_ccm_agent_l2_node_forwards",
+		"1 while the node's kube-proxy passes its health check (or healthChecks.enabled is false): the node may answer for L2 addresses; 0 while the other nodes answer for them.", nil, nil, metrics.ALPHA, "")
 	descMajority = metrics.NewDesc("metal_ccm_agent_l2_majority",
 		"1 while the L2 agents the node agent sees alive are a majority of the expected ones (it may answer), else 0.", nil, nil, metrics.ALPHA, "")
 )

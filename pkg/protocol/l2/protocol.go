@@ -37,7 +37,7 @@ func (Protocol) ReplicaMetrics() []*metrics.Desc { return nil }
 
 // AgentMetrics are the agent's answered addresses, takeovers and view.
 func (Protocol) AgentMetrics() []*metrics.Desc {
-	return []*metrics.Desc{descAnswering, descTakeovers, descMembers, descMajority, descIgnored}
+	return []*metrics.Desc{descAnswering, descTakeovers, descMembers, descMajority, descIgnored, descForwards}
 }
 
 // OutputAnnotations: which node answers for each L2 address.

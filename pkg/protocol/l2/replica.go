@@ -85,7 +85,7 @@ func (o *observer) Run(ctx context.Context) {
 }
 
 func (o *observer) start(ctx context.Context) error {
-	key, err := member.ReadKey(o.cfg.SecretFile)
+	keys, err := member.ReadKeys(o.cfg.SecretFile)
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (o *observer) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	o.members, err = member.Start(ctx, member.Config{Name: observerName(), Bind: netip.AddrPortFrom(bind, 0), SecretKey: key,
+	o.members, err = member.Start(ctx, member.Config{Name: observerName(), Bind: netip.AddrPortFrom(bind, 0), Keys: keys,
 		Observer: true, Timing: member.DefaultTiming()})
 	if err != nil {
 		return fmt.Errorf("L2 membership: %w", err)

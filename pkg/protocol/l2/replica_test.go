@@ -29,6 +29,8 @@ loadBalancer:
   pools:
   - {name: l2, addresses: [198.18.0.0/24], announce: [L2]}
   - {name: bgp, addresses: [198.18.1.0/24]}
+l2:
+  insecureMembership: true
 `
 
 // recordingPatcher keeps the last annotation written per Service.

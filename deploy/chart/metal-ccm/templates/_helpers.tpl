@@ -58,8 +58,9 @@ agents then answer ARP and Neighbor Solicitations, which takes CAP_NET_RAW
 
 {{/*
 The cloud-config document as given. It fails when the document is not YAML,
-or when a BGP peer's passwordFile is not in the mounted Secret's folder, where
-the manager could not read it.
+when a BGP peer's passwordFile or l2.secretFile is not in its mounted Secret's
+folder, where the manager could not read it, or when an L2 pool has no key
+and l2.insecureMembership is not set.
 */}}
 {{- define "metal-ccm.cloudConfig" -}}
 {{- $cfg := fromYaml .Values.cloudConfig -}}
@@ -70,6 +71,16 @@ the manager could not read it.
 {{- range $i, $p := (dig "bgp" "peers" list $cfg) -}}
 {{- if and $p.passwordFile (not (hasPrefix $dir $p.passwordFile)) -}}
 {{- fail (printf "cloudConfig: bgp.peers[%d].passwordFile %q: must be %s<key>, a key of the Secret bgpPasswords.secretName" $i $p.passwordFile $dir) -}}
+{{- end -}}
+{{- end -}}
+{{- if include "metal-ccm.l2" . -}}
+{{- $key := dig "l2" "secretFile" "" $cfg -}}
+{{- $l2dir := printf "%s/" (include "metal-ccm.l2Dir" .) -}}
+{{- if and (not $key) (not (dig "l2" "insecureMembership" false $cfg)) -}}
+{{- fail (printf "cloudConfig: a pool is announced with L2: set l2.secretFile: %skey (the Secret l2Key.secretName, which the chart creates with l2Key.create), or l2.insecureMembership: true" $l2dir) -}}
+{{- end -}}
+{{- if and $key (not (hasPrefix $l2dir $key)) -}}
+{{- fail (printf "cloudConfig: l2.secretFile %q: must be %s<key>, a key of the Secret l2Key.secretName" $key $l2dir) -}}
 {{- end -}}
 {{- end -}}
 {{ .Values.cloudConfig }}

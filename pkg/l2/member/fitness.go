@@ -1,0 +1,116 @@
+package member
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+)
+
+// Fitness is what an agent says, in its metadata, of its own node's
+// ability to carry L2 addresses. Liveness in the membership only says that
+// the agent runs; a node whose kube-proxy is down, or that has no
+// interface on an address's segment, would answer for the address and
+// drop its traffic. Every agent reads the others' fitness from the same
+// gossip as their liveness, so views that agree on who is alive agree on
+// who is fit, and all choose the same owner.
+type Fitness struct {
+	// Forwards: the node's kube-proxy passes its health check. False also
+	// while it has not been checked yet, so that a starting agent takes
+	// addresses only once its node forwards.
+	Forwards bool
+	// AnyAddress: the agent answers on the interfaces l2.interfaces names,
+	// whatever the address (some of them exist).
+	AnyAddress bool
+	// Reach are the on-link prefixes of the interfaces it would answer on
+	// (those that overlap an L2 pool): it can answer for an address they
+	// contain. Unused with AnyAddress.
+	Reach []netip.Prefix
+}
+
+// Fit is the fitness of a member that says nothing of it (an agent of an
+// earlier release): fit for every address, as before fitness was carried.
+var Fit = Fitness{Forwards: true, AnyAddress: true}
+
+// Serves reports whether the node can carry addr: it forwards, and it has
+// an interface to answer on.
+func (f Fitness) Serves(addr netip.Addr) bool {
+	if !f.Forwards {
+		return false
+	}
+	if f.AnyAddress {
+		return true
+	}
+	addr = addr.Unmap()
+	return slices.ContainsFunc(f.Reach, func(p netip.Prefix) bool { return p.Contains(addr) })
+}
+
+// Equal reports whether f and o say the same.
+func (f Fitness) Equal(o Fitness) bool {
+	return f.Forwards == o.Forwards && f.AnyAddress == o.AnyAddress && slices.Equal(f.Reach, o.Reach)
+}
+
+func (f Fitness) String() string {
+	reach := fmt.Sprint(f.Reach)
+	if f.AnyAddress {
+		reach = "any address"
+	}
+	return fmt.Sprintf("forwards=%t reach=%s", f.Forwards, reach)
+}
+
+// Fitness flags in the metadata.
+const (
+	flagForwards   = 1 << 0
+	flagAnyAddress = 1 << 1
+)
+
+// encodeFitness appends f: flags (1) | prefix count (1) | count × (length 4
+// or 16, address, bits (1)).
+func encodeFitness(b []byte, f Fitness) ([]byte, error) {
+	var flags byte
+	if f.Forwards {
+		flags |= flagForwards
+	}
+	if f.AnyAddress {
+		flags |= flagAnyAddress
+	}
+	if len(f.Reach) > 255 {
+		return nil, fmt.Errorf("%d prefixes in reach: at most 255", len(f.Reach))
+	}
+	b = append(b, flags, byte(len(f.Reach))) //nolint:gosec // at most 255, checked above
+	for i, p := range f.Reach {
+		if !p.IsValid() {
+			return nil, fmt.Errorf("prefix %d of %d in reach is not valid", i+1, len(f.Reach))
+		}
+		s := p.Addr().Unmap().AsSlice()
+		bits := p.Bits()
+		if p.Addr().Is4In6() {
+			bits -= 96
+		}
+		b = append(b, byte(len(s))) //nolint:gosec // 4 or 16
+		b = append(b, s...)
+		b = append(b, byte(bits)) //nolint:gosec // at most 128
+	}
+	return b, nil
+}
+
+// decodeFitness reads what encodeFitness wrote at the start of b.
+func decodeFitness(b []byte) (Fitness, error) {
+	if len(b) < 2 {
+		return Fitness{}, fmt.Errorf("%w: fitness of %d bytes", errMeta, len(b))
+	}
+	f := Fitness{Forwards: b[0]&flagForwards != 0, AnyAddress: b[0]&flagAnyAddress != 0}
+	n, rest := int(b[1]), b[2:]
+	for range n {
+		if len(rest) < 1 || (rest[0] != 4 && rest[0] != 16) || len(rest) < 2+int(rest[0]) {
+			return Fitness{}, fmt.Errorf("%w: reach prefix %d of %d", errMeta, len(f.Reach)+1, n)
+		}
+		a, _ := netip.AddrFromSlice(rest[1 : 1+rest[0]])
+		p, err := a.Prefix(int(rest[1+rest[0]]))
+		if err != nil { // more bits than the address has
+			return Fitness{}, fmt.Errorf("%w: reach prefix %d of %d: %d bits", errMeta, len(f.Reach)+1, n, rest[1+rest[0]])
+		}
+		f.Reach = append(f.Reach, p)
+		rest = rest[2+rest[0]:]
+	}
+	return f, nil
+}
