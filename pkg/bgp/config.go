@@ -45,6 +45,10 @@ type Peer struct {
 	// MultihopTTL, when not 0, allows an eBGP router that is not directly
 	// connected: the session's packets get this TTL.
 	MultihopTTL uint8
+	// TTLSecurity (GTSM, RFC 5082): the session's packets leave with TTL
+	// 255, and only those that arrive with at least 255 less the hops
+	// (MultihopTTL, else 1) plus one are taken.
+	TTLSecurity bool
 }
 
 // carries reports whether the peer is sent prefix: one of its own family,

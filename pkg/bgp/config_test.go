@@ -86,6 +86,28 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+// TestTTLSecurity: GTSM takes packets from one hop away, or from as many
+// as the multihop TTL allows, and is off unless asked for.
+func TestTTLSecurity(t *testing.T) {
+	for _, tc := range []struct {
+		peer Peer
+		want uint32 // 0: off
+	}{
+		{Peer{Address: peer4, ASN: 2}, 0},
+		{Peer{Address: peer4, ASN: 2, TTLSecurity: true}, 255},
+		{Peer{Address: peer4, ASN: 2, TTLSecurity: true, MultihopTTL: 3}, 253},
+	} {
+		c := peerConfig(1, tc.peer)
+		got := uint32(0)
+		if c.TtlSecurity != nil && c.TtlSecurity.Enabled {
+			got = c.TtlSecurity.TtlMin
+		}
+		if got != tc.want {
+			t.Errorf("%+v: least TTL taken %d, want %d (0: off)", tc.peer, got, tc.want)
+		}
+	}
+}
+
 // TestSetPathsBeforeStart records paths without a running server and checks
 // the argument checks.
 func TestSetPathsBeforeStart(t *testing.T) {

@@ -545,6 +545,9 @@ func peerConfig(localASN uint32, p Peer) *api.Peer {
 	if p.MultihopTTL > 0 {
 		peer.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(p.MultihopTTL)}
 	}
+	if p.TTLSecurity {
+		peer.TtlSecurity = &api.TtlSecurity{Enabled: true, TtlMin: ttlMin(p.MultihopTTL)}
+	}
 	if p.GracefulRestart {
 		// Every start counts as a restart (the speaker cannot tell): the
 		// OPEN says so and that forwarding was kept, so a router that
@@ -561,6 +564,12 @@ func peerConfig(localASN uint32, p Peer) *api.Peer {
 		af.MpGracefulRestart = &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}
 	}
 	return peer
+}
+
+// ttlMin is the least TTL GTSM takes from a router hops away (0: directly
+// connected, one hop): it sent with 255, and each hop took one.
+func ttlMin(hops uint8) uint32 {
+	return 256 - uint32(max(hops, 1))
 }
 
 // apiFamily is the unicast family of an address in GoBGP's configuration API.

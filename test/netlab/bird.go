@@ -45,8 +45,14 @@ func (l *Lab) birdConfig() string {
 		fmt.Fprintf(&b, "protocol kernel kernel%d {\n\tmerge paths on;\n\t%s {\n\t\timport none;\n\t\texport all;\n\t};\n}\n\n",
 			f, channel(f))
 	}
+	b.WriteString(l.Opts.BirdExtra)
 	for _, f := range []Family{IPv4, IPv6} {
 		for _, p := range l.Opts.peers(f) {
+			if tpl := l.Opts.BirdTemplates[f]; tpl != "" {
+				fmt.Fprintf(&b, "protocol bgp %s from %s {\n\tlocal %s as %d;\n\tneighbor %s as %d;\n}\n\n",
+					p.name, tpl, RouterAddr(f), l.Opts.RouterASN, p.addr, l.Opts.SpeakerASN)
+				continue
+			}
 			fmt.Fprintf(&b, "protocol bgp %s {\n", p.name)
 			fmt.Fprintf(&b, "\tlocal %s as %d;\n", RouterAddr(f), l.Opts.RouterASN)
 			fmt.Fprintf(&b, "\tneighbor %s as %d;\n", p.addr, l.Opts.SpeakerASN)
@@ -60,7 +66,6 @@ func (l *Lab) birdConfig() string {
 	if l.Opts.SecondRouter {
 		l.secondRouterConfig(&b)
 	}
-	b.WriteString(l.Opts.BirdExtra)
 	return b.String()
 }
 

@@ -59,6 +59,9 @@ func (l *Lab) frrConfig() (string, error) {
 		b.WriteString(" exit-address-family\n")
 	}
 	b.WriteString("exit\n")
+	if l.Opts.FRRAfter != "" {
+		b.WriteString("!\n" + l.Opts.FRRAfter + "\n")
+	}
 	return b.String(), nil
 }
 

@@ -91,13 +91,22 @@ type Options struct {
 	// SecondRouterASN is the AS of the second address's sessions (default
 	// SpeakerASN: iBGP, so that local preference goes through).
 	SecondRouterASN uint32
-	// BirdExtra is appended to BIRD's config (filters for a test to apply
-	// with `show route filter`).
+	// BirdExtra is put in BIRD's config before its BGP sessions (filters
+	// for a test to apply with `show route filter`, templates).
 	BirdExtra string
+	// BirdTemplates name, per family, a BIRD template (of BirdExtra) that
+	// the speakers' sessions of that family are made from, instead of the
+	// lab's own settings (passive, password, channel): the template says
+	// them all.
+	BirdTemplates map[Family]string
 	// FRRExtra is put in FRR's config before its BGP section (community
 	// lists and route maps), and FRRImport names a route map the speakers'
 	// sessions import through ("": none).
 	FRRExtra, FRRImport string
+	// FRRAfter is put in FRR's config after the lab's: more of the same
+	// `router bgp` (settings of the peer groups CCM and CCM6), which FRR
+	// merges into it.
+	FRRAfter string
 }
 
 func (o *Options) defaults() error {
