@@ -279,6 +279,37 @@ func TestL2Key(t *testing.T) {
 	}
 }
 
+// TestPoolsHoldNoNodeAddress: a pool that holds an inventory machine's
+// InternalIP or ExternalIP is refused, naming the pool and the machine.
+func TestPoolsHoldNoNodeAddress(t *testing.T) {
+	_, err := Parse([]byte(header + `nodes:
+  inventory:
+  - name: m1
+    addresses: [{type: InternalIP, address: 198.18.0.10}, {type: Hostname, address: m1}]
+  - name: m2
+    addresses: [{type: ExternalIP, address: "2001:db8::20"}]
+loadBalancer:
+  pools:
+  - {name: clash, addresses: [198.18.0.0/24]}
+  - {name: clash6, addresses: ["2001:db8::/64"], announce: [L2]}
+  - {name: clear, addresses: [198.18.1.0/24]}
+l2: {insecureMembership: true}
+`))
+	for _, want := range []string{
+		"loadBalancer.pools[0].addresses: Invalid value: ",
+		"holds 198.18.0.10, an address of the machine m1 (nodes.inventory[0].addresses[0])",
+		"loadBalancer.pools[1].addresses: Invalid value: ",
+		"holds 2001:db8::20, an address of the machine m2 (nodes.inventory[1].addresses[0])",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "pools[2]") {
+		t.Errorf("the pool without node addresses refused: %v", err)
+	}
+}
+
 func defaultHealthChecks() HealthChecks {
 	return HealthChecks{Enabled: ptr.To(true), Port: 10256, Interval: &metav1.Duration{Duration: time.Second},
 		Timeout: &metav1.Duration{Duration: 400 * time.Millisecond}, FailuresToWithdraw: 2, SuccessesToReturn: 2}

@@ -37,6 +37,7 @@ func (c *CloudConfig) validate() field.ErrorList {
 	}
 	errs = append(errs, c.Nodes.validate(field.NewPath("nodes"))...)
 	errs = append(errs, c.LoadBalancer.validate(field.NewPath("loadBalancer"))...)
+	errs = append(errs, c.LoadBalancer.validateNotNodes(field.NewPath("loadBalancer"), c.Nodes.Inventory)...)
 	errs = append(errs, c.BGP.validate(field.NewPath("bgp"))...)
 	errs = append(errs, c.BGP.validatePeerNames(field.NewPath("bgp"))...)
 	errs = append(errs, c.LoadBalancer.validatePolicy(field.NewPath("loadBalancer"), &c.BGP)...)

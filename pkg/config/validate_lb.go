@@ -224,3 +224,28 @@ func (r *Routes) validate(p *field.Path, b *BGP) field.ErrorList {
 	}
 	return errs
 }
+
+// validateNotNodes refuses a pool that holds an address of a machine of
+// the inventory: the machine answers ARP and NDP for its own address, so
+// with L2 two hosts would answer, and a /32 of it announced over BGP would
+// draw the machine's own traffic to the Service's nodes.
+func (lb *LoadBalancer) validateNotNodes(p *field.Path, inventory []Machine) field.ErrorList {
+	var errs field.ErrorList
+	for i := range lb.Pools {
+		pool := &lb.Pools[i]
+		for j := range inventory {
+			for k, a := range inventory[j].Addresses {
+				if a.Type != v1.NodeInternalIP && a.Type != v1.NodeExternalIP {
+					continue
+				}
+				addr, err := netip.ParseAddr(a.Address)
+				if err != nil || !slices.ContainsFunc(pool.ranges, func(r ipam.Range) bool { return r.Contains(addr) }) {
+					continue
+				}
+				errs = append(errs, field.Invalid(p.Child("pools").Index(i).Child("addresses"), pool.Addresses,
+					fmt.Sprintf("holds %s, an address of the machine %s (nodes.inventory[%d].addresses[%d]): a pool must not hold the nodes' own addresses", addr, inventory[j].Name, j, k)))
+			}
+		}
+	}
+	return errs
+}

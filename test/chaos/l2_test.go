@@ -25,6 +25,7 @@ const (
 	l2KillFault  = "L2: the answering node's agent SIGKILLed"
 	l2PowerFault = "L2: the answering node powered off (its link down)"
 	l2CutFault   = "L2: the answering node cut off from the other agents, not from the client"
+	l2ProxyFault = "L2: the answering node's kube-proxy stopped, its rules gone (the node stays Ready)"
 )
 
 const (
@@ -56,10 +57,12 @@ const (
 // still reaches it. Per fault, the time from the fault to requests
 // succeeding again through the next node, and for the cut, the longest
 // time two nodes answered the client's ARP requests / Neighbor
-// Solicitations together. The faults alternate between the addresses of
+// Solicitations together; and its kube-proxy SIGKILLed with its nftables
+// tables deleted (the node stays Ready: only the agent's own check of
+// kube-proxy moves the address). The faults alternate between the addresses of
 // a dual-stack Service.
 func TestChaosL2(t *testing.T) {
-	rows := []string{l2KillFault, l2PowerFault, l2CutFault}
+	rows := []string{l2KillFault, l2PowerFault, l2CutFault, l2ProxyFault}
 	skip := func(err error) {
 		for _, f := range rows {
 			record(result{fault: f, requests: -1, duplicates: -1, changed: -1, skipped: err.Error()})
@@ -121,6 +124,7 @@ func TestChaosL2(t *testing.T) {
 	kill := result{fault: l2KillFault, scale: scale, duplicates: -1, changed: -1, limit: l2Bound}
 	power := result{fault: l2PowerFault, scale: scale, duplicates: -1, changed: -1, limit: l2Bound}
 	cut := result{fault: l2CutFault, scale: scale, duplicates: -1, changed: -1, limit: l2Detection}
+	proxy := result{fault: l2ProxyFault, scale: scale, duplicates: -1, changed: -1, limit: l2Bound}
 	for i := range prof.l2Faults {
 		k := i % len(vips)
 		f := l2Fault{c: c, vip: vips[k], owner: owners[k]}
@@ -133,11 +137,12 @@ func TestChaosL2(t *testing.T) {
 			undo, err = c.BlockBetweenNodes(f.owner, config.DefaultMemberlistPort)
 			return err
 		}, func() error { return undo() }, &cut.recovery)
+		f.run(t, &proxy, c.RealNodes[f.owner].StopKubeProxy, c.RealNodes[f.owner].RestartKubeProxy, nil)
 		if t.Failed() {
 			break
 		}
 	}
-	for _, r := range []*result{&kill, &power} {
+	for _, r := range []*result{&kill, &power, &proxy} {
 		r.pass = r.survived == r.injected && r.injected > 0 && median(r.recovery) <= l2Goal
 		r.note = fmt.Sprintf("recovery: the fault to requests succeeding again through the next node (goal: median %s, max %s; the test fails past %s)", l2Goal, l2Bound, l2Fail)
 	}
@@ -146,6 +151,7 @@ func TestChaosL2(t *testing.T) {
 	record(kill)
 	record(power)
 	record(cut)
+	record(proxy)
 }
 
 // l2Fault is one fault of the node answering for vip, owner, which next

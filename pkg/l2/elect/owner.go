@@ -72,7 +72,18 @@ func Choose(v View) Choice {
 	}
 	c := Choice{Quorum: member.HasQuorum(names, expected), Owners: make(map[netip.Prefix]netip.Addr, len(v.Candidates)),
 		Members: bound, Ignored: len(v.Alive) - len(bound)}
+	nodeAddrs := map[netip.Addr]bool{}
+	for _, addrs := range v.Expected {
+		for _, a := range addrs {
+			nodeAddrs[a.Unmap()] = true
+		}
+	}
 	for p, hops := range v.Candidates {
+		if nodeAddrs[p.Addr().Unmap()] {
+			// A node's own address: its kernel answers for it, and an
+			// agent answering too would make two hosts answer.
+			continue
+		}
 		owner, ok := rendezvous.Owner(p, fit(p.Addr(), hops, live))
 		if !ok {
 			continue

@@ -234,3 +234,14 @@ func TestChooseFitness(t *testing.T) {
 		}
 	})
 }
+
+// TestNodeAddressNotAnswered: an address that is a node's own InternalIP
+// (in an L2 pool by mistake) is answered by no agent: the node's kernel
+// answers for it already.
+func TestNodeAddressNotAnswered(t *testing.T) {
+	own := netip.PrefixFrom(l2Nodes[1].Addresses[0], 32)
+	cands := map[netip.Prefix][]netip.Addr{own: {l2Nodes[0].Addresses[0], l2Nodes[1].Addresses[0], l2Nodes[2].Addresses[0]}}
+	if got := answered(cands, l2Nodes, expectedOf(l2Nodes)); len(got[own.Addr()]) != 0 {
+		t.Errorf("node b's own address answered by the agents %v", got[own.Addr()])
+	}
+}
