@@ -50,10 +50,7 @@ func (e events) notify(what string, n *memberlist.Node) {
 		addr, _ := netip.AddrFromSlice(n.Addr)
 		l.Info(what, "name", n.Name, "addr", netip.AddrPortFrom(addr.Unmap(), n.Port), "observer", md.role == roleObserver, "addresses", md.addresses, "fitness", md.fitness, "metaErr", err)
 	}
-	select {
-	case e.m.changed <- struct{}{}:
-	default:
-	}
+	e.m.notify()
 }
 
 // newLogger routes memberlist's log (lines such as "[DEBUG] memberlist:

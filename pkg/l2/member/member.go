@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-multierror"
@@ -73,6 +74,8 @@ type Members struct {
 	logger  klog.Logger
 	self    netip.AddrPort
 	changed chan struct{}
+	// cut: this agent reaches none of the others (watchReach).
+	cut atomic.Bool
 
 	mu   sync.Mutex // orders Leave and Shutdown: memberlist panics on Leave after Shutdown
 	down bool
@@ -136,6 +139,9 @@ func Start(ctx context.Context, cfg Config) (*Members, error) {
 	m.ml = ml
 	// With port 0, memberlist has put the port it got into c.
 	m.self = netip.AddrPortFrom(cfg.Bind.Addr(), uint16(c.BindPort)) //nolint:gosec // a port memberlist bound
+	if !cfg.Observer {
+		go m.watchReach(c.ProbeInterval, cfg.Timing.isolation())
+	}
 	m.logger.V(2).Info("Membership started", "name", cfg.Name, "bind", m.self, "observer", cfg.Observer, "keys", len(cfg.Keys))
 	go func() {
 		select {
@@ -202,7 +208,7 @@ func (m *Members) Join(seeds []netip.AddrPort) error {
 }
 
 // Alive is the agents in the membership (observers left out), this one
-// included, sorted by name.
+// included, sorted by name; only this one while it is cut off (CutOff).
 //
 // A suspect member is still alive here: it is gone only once memberlist
 // declares it dead. Dropping suspects would fail addresses over sooner, but
@@ -212,7 +218,11 @@ func (m *Members) Join(seeds []netip.AddrPort) error {
 // that is alive the time to refute, so it is counted until then.
 func (m *Members) Alive() []Member {
 	var out []Member
+	cut, self := m.cut.Load(), m.ml.LocalNode().Name
 	for _, n := range m.ml.Members() { // alive and suspect, not dead nor left
+		if cut && n.Name != self {
+			continue
+		}
 		md, err := decodeMeta(n.Meta)
 		if err != nil {
 			// Not counted: a member this one cannot read is safer left out
@@ -260,9 +270,18 @@ func Names(members []Member) []string {
 	return out
 }
 
-// Changed receives after members join, leave, die or change their metadata;
-// notifications coalesce, so read Alive after each.
+// Changed receives after members join, leave, die or change their metadata,
+// and when this one is cut off or reaches the others again; notifications
+// coalesce, so read Alive after each.
 func (m *Members) Changed() <-chan struct{} { return m.changed }
+
+// notify tells Changed, without blocking.
+func (m *Members) notify() {
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
+}
 
 // Leave tells the others this member is going, so that they drop it at once,
 // waiting at most timeout for the message to go out. It keeps listening

@@ -322,3 +322,50 @@ func TestFitnessGossiped(t *testing.T) {
 		t.Error("SetFitness after Shutdown: no error")
 	}
 }
+
+// TestCutOff: an agent that reaches none of the other agents counts
+// itself alone long before the membership declares them dead (the
+// suspicion timeout is made long here to tell the two apart), one that
+// reaches any of them does not, and reaching one again ends it.
+func TestCutOff(t *testing.T) {
+	slow := Timing{SuspicionMult: 50, IsolationTimeout: 300 * time.Millisecond}
+	var agents []*Members
+	for i := range 3 {
+		agents = append(agents, start(t, Config{Name: fmt.Sprintf("a%d", i), Addresses: addresses(byte(i) + 1), Timing: slow}))
+	}
+	for _, m := range agents[1:] {
+		if err := m.Join([]netip.AddrPort{agents[0].LocalAddr()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a0 := agents[0]
+	eventually(t, 5*time.Second, "a0 sees the 3 agents", func() bool { return names(a0) == "[a0 a1 a2]" })
+
+	agents[1].Shutdown() // a crash: no goodbye
+	// Ten isolation timeouts with a2 still answering: a0 is not cut off,
+	// and the membership still shows a1 (suspect at most).
+	for range 10 {
+		time.Sleep(slow.IsolationTimeout)
+		if a0.CutOff() || names(a0) != "[a0 a1 a2]" {
+			t.Fatalf("with a2 answering, a0 cut off %t, sees %s", a0.CutOff(), names(a0))
+		}
+	}
+
+	agents[2].Shutdown()
+	eventually(t, 10*time.Second, "a0 takes itself for cut off", a0.CutOff)
+	if got := names(a0); got != "[a0]" {
+		t.Errorf("cut off, a0 sees %s, want only itself", got)
+	}
+	if n := a0.ml.NumMembers(); n != 3 {
+		t.Fatalf("the membership declared the others dead first (%d members): the test cannot tell the two apart", n)
+	}
+
+	a3 := start(t, Config{Name: "a3", Addresses: addresses(4), Timing: slow})
+	if err := a3.Join([]netip.AddrPort{a0.LocalAddr()}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "a0 reaches an agent again", func() bool { return !a0.CutOff() })
+	if got := names(a0); got != "[a0 a1 a2 a3]" {
+		t.Errorf("no longer cut off, a0 sees %s, want the membership's view again", got)
+	}
+}

@@ -55,6 +55,10 @@ type Timing struct {
 	// TCPTimeout bounds a join's or push/pull's TCP exchange, and so how
 	// long joining a powered-off node's address blocks.
 	TCPTimeout time.Duration
+	// IsolationTimeout is how long an agent that reaches none of the other
+	// agents (pinging up to three of them every probe interval) waits
+	// before it takes itself for cut off and counts only itself alive.
+	IsolationTimeout time.Duration
 }
 
 // DefaultTiming is tuned for failing an L2 address over within about 2 s of
@@ -90,6 +94,16 @@ type Timing struct {
 //     partition merges within seconds without waiting for a join.
 //   - TCPTimeout 2s: joins and push/pulls on a LAN finish in milliseconds; a
 //     powered-off seed should not hold up a join for memberlist's 10s.
+//   - IsolationTimeout 1s: five rounds of pings to up to three others, all
+//     unanswered. An agent cut off from the others then falls silent
+//     about 1-1.2s after the cut at any cluster size, while the others
+//     declare it dead after one probe interval, the probe timeout and the
+//     suspicion timeout (0.8s up to 10 agents, 1.2s at 30): ~1-1.2s at 3
+//     agents, ~1.4-1.6s at 30. So the two answer together for ~0.2s at
+//     most, and the cut-off one no longer needs about half the
+//     cluster's probes to find itself in a minority (~4s at 30 agents).
+//     Shorter would make a starved agent fall silent on a busy machine
+//     while the others still count it alive, and nobody would answer.
 func DefaultTiming() Timing {
 	return Timing{
 		ProbeInterval:           200 * time.Millisecond,
@@ -100,7 +114,13 @@ func DefaultTiming() Timing {
 		AwarenessMaxMultiplier:  1,
 		PushPullInterval:        10 * time.Second,
 		TCPTimeout:              2 * time.Second,
+		IsolationTimeout:        time.Second,
 	}
+}
+
+// isolation is t's isolation timeout, or the default's.
+func (t Timing) isolation() time.Duration {
+	return or(t.IsolationTimeout, DefaultTiming().IsolationTimeout)
 }
 
 // apply sets t's fields, or the default's where t's are zero, on c.

@@ -179,6 +179,9 @@ func (a *agent) decide(ctx context.Context, r elect.Round) {
 	}
 	a.answering.Store(int64(len(c.Mine)))
 	a.synced.Store(true)
+	if a.fitness != nil {
+		a.fitness.Decided()
+	}
 }
 
 // grew records the live agents and says whether one of them was not

@@ -39,6 +39,9 @@ type fitness struct {
 	// set gossips a new fitness.
 	set func(member.Fitness) error
 
+	// decided: the agent has decided once on a synced view of the
+	// addresses and nodes (Decided).
+	decided  atomic.Bool
 	now      atomic.Pointer[member.Fitness]
 	reachErr string            // the last reach error, logged once
 	state    healthcheck.State // the last state logged
@@ -48,16 +51,30 @@ type fitness struct {
 func newFitness(opts *healthcheck.Options, target netip.AddrPort, reach func() (bool, []netip.Prefix, error), set func(member.Fitness) error) *fitness {
 	f := &fitness{target: target, reach: reach, set: set, changed: make(chan struct{}, 1)}
 	if opts != nil {
-		f.checker = healthcheck.New(*opts, func(netip.AddrPort) {
-			select {
-			case f.changed <- struct{}{}:
-			default:
-			}
-		}, nil)
+		f.checker = healthcheck.New(*opts, func(netip.AddrPort) { f.poke() }, nil)
 		f.checker.Set([]netip.AddrPort{target})
 	}
 	f.now.Store(&member.Fitness{})
 	return f
+}
+
+// Decided tells that the agent has decided once on a synced view, with its
+// responder set up: until then its node does not count as forwarding, so
+// that a returning agent takes addresses back only once it would answer
+// for them from a complete view (its informers synced), not as soon as
+// it has joined the membership.
+func (f *fitness) Decided() {
+	if !f.decided.Swap(true) {
+		f.poke()
+	}
+}
+
+// poke makes Run update at once.
+func (f *fitness) poke() {
+	select {
+	case f.changed <- struct{}{}:
+	default:
+	}
 }
 
 // Run checks and gossips until ctx ends.
@@ -82,7 +99,7 @@ func (f *fitness) Run(ctx context.Context) {
 // changed.
 func (f *fitness) update(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	next := member.Fitness{Forwards: f.checker == nil || f.checker.State(f.target) == healthcheck.Healthy}
+	next := member.Fitness{Forwards: f.decided.Load() && (f.checker == nil || f.checker.State(f.target) == healthcheck.Healthy)}
 	anyAddr, reach, err := f.reach()
 	if msg := errString(err); msg != f.reachErr {
 		f.reachErr = msg
@@ -149,8 +166,8 @@ func (f *fitness) Ready() error {
 	if f.Forwards() {
 		return nil
 	}
-	if f.checker != nil {
-		return fmt.Errorf("%w: kube-proxy fails its health check at %s (or has not been checked yet)", ErrCannotForward, f.target)
+	if !f.decided.Load() {
+		return fmt.Errorf("%w: not decided yet", ErrCannotForward)
 	}
-	return fmt.Errorf("%w: not decided yet", ErrCannotForward)
+	return fmt.Errorf("%w: kube-proxy fails its health check at %s (or has not been checked yet)", ErrCannotForward, f.target)
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -80,7 +81,17 @@ func TestFitness(t *testing.T) {
 		return !last.Forwards && last.Equal(member.Fitness{Reach: seg})
 	})
 	healthy.Store(true)
-	eventually(t, "forwarding gossiped once kube-proxy passes", func() bool { last, _ := g.get(); return last.Forwards })
+	eventually(t, "kube-proxy passing", func() bool { return f.checker.State(target) == healthcheck.Healthy })
+	f.poke()
+	time.Sleep(100 * time.Millisecond) // Run's update (a gossip to forwarding would show by now)
+	if err := f.Ready(); err == nil || !strings.Contains(err.Error(), "not decided") {
+		t.Errorf("kube-proxy passing before the agent decided once: Ready() = %v, want not decided", err)
+	}
+	if last, _ := g.get(); last.Forwards {
+		t.Errorf("kube-proxy passing before the agent decided once: gossiped %v, want not forwarding", last)
+	}
+	f.Decided()
+	eventually(t, "forwarding gossiped once kube-proxy passes and the agent decided", func() bool { last, _ := g.get(); return last.Forwards })
 	if err := f.Ready(); err != nil {
 		t.Errorf("kube-proxy passing: Ready() = %v", err)
 	}
@@ -101,6 +112,7 @@ func TestFitness(t *testing.T) {
 func TestFitnessUnchecked(t *testing.T) {
 	g := &gossiped{}
 	f := newFitness(nil, netip.AddrPort{}, func() (bool, []netip.Prefix, error) { return false, nil, nil }, g.set)
+	f.Decided()
 	go f.Run(t.Context())
 	eventually(t, "forwarding gossiped", func() bool { last, _ := g.get(); return last.Forwards })
 	if err := f.Ready(); err != nil {
