@@ -26,7 +26,13 @@ const (
 	l2PowerFault = "L2: the answering node powered off (its link down)"
 	l2CutFault   = "L2: the answering node cut off from the other agents, not from the client"
 	l2ProxyFault = "L2: the answering node's kube-proxy stopped, its rules gone (the node stays Ready)"
+	l2Failback   = "L2: failback, the answering node back after each fault above (agent restarted, link up, membership healed, kube-proxy running)"
 )
+
+// l2Sizes are the membership's sizes the kills and cuts are measured at
+// again, with agents of nodes without kubelets added to the three real
+// nodes' (L2Cluster.AddAgents): detection must not grow with the size.
+var l2Sizes = []int{10, 30}
 
 const (
 	// l2Goal and l2Bound are issue 16's goals for a failover, from the
@@ -62,7 +68,10 @@ const (
 // kube-proxy moves the address). The faults alternate between the addresses of
 // a dual-stack Service.
 func TestChaosL2(t *testing.T) {
-	rows := []string{l2KillFault, l2PowerFault, l2CutFault, l2ProxyFault}
+	rows := []string{l2KillFault, l2PowerFault, l2CutFault, l2ProxyFault, l2Failback}
+	for _, n := range l2Sizes {
+		rows = append(rows, atSize(l2KillFault, n), atSize(l2CutFault, n))
+	}
 	skip := func(err error) {
 		for _, f := range rows {
 			record(result{fault: f, requests: -1, duplicates: -1, changed: -1, skipped: err.Error()})
@@ -82,7 +91,7 @@ func TestChaosL2(t *testing.T) {
 	}
 	c := netlab.StartL2Cluster(t, netlab.L2ClusterOptions{
 		CP: own.cp, Client: own.client, Prefix: "chaosl2", Images: own.archives, SandboxImage: own.pauseRef,
-		CloudConfig: cfg, LeaseName: "chaos-l2",
+		CloudConfig: cfg, LeaseName: "chaos-l2", Nodes: l2Sizes[len(l2Sizes)-1],
 	})
 	ctx := context.Background()
 	ns := framework.NewNamespace(t, own.client, "chaos-l2")
@@ -125,33 +134,71 @@ func TestChaosL2(t *testing.T) {
 	power := result{fault: l2PowerFault, scale: scale, duplicates: -1, changed: -1, limit: l2Bound}
 	cut := result{fault: l2CutFault, scale: scale, duplicates: -1, changed: -1, limit: l2Detection}
 	proxy := result{fault: l2ProxyFault, scale: scale, duplicates: -1, changed: -1, limit: l2Bound}
-	for i := range prof.l2Faults {
+	back := result{fault: l2Failback, scale: scale, duplicates: -1, changed: -1}
+	fault := func(i int) l2Fault {
 		k := i % len(vips)
 		f := l2Fault{c: c, vip: vips[k], owner: owners[k]}
 		f.next = netlab.L2Owner(f.vip, slices.DeleteFunc(slices.Clone(all), func(i int) bool { return i == f.owner }))
-
-		f.run(t, &kill, func() error { c.Agents[f.owner].Kill(); return nil }, c.Agents[f.owner].Restart, nil)
+		return f
+	}
+	for i := range prof.l2Faults {
+		f := fault(i)
+		f.back = &back
+		f.run(t, &kill, f.kill, c.Agents[f.owner].Restart, nil)
 		f.run(t, &power, func() error { return c.SetNodeLink(f.owner, false) }, func() error { return c.SetNodeLink(f.owner, true) }, nil)
-		var undo func() error
-		f.run(t, &cut, func() (err error) {
-			undo, err = c.BlockBetweenNodes(f.owner, config.DefaultMemberlistPort)
-			return err
-		}, func() error { return undo() }, &cut.recovery)
+		f.cut(t, &cut)
 		f.run(t, &proxy, c.RealNodes[f.owner].StopKubeProxy, c.RealNodes[f.owner].RestartKubeProxy, nil)
 		if t.Failed() {
 			break
 		}
 	}
-	for _, r := range []*result{&kill, &power, &proxy} {
-		r.pass = r.survived == r.injected && r.injected > 0 && median(r.recovery) <= l2Goal
-		r.note = fmt.Sprintf("recovery: the fault to requests succeeding again through the next node (goal: median %s, max %s; the test fails past %s)", l2Goal, l2Bound, l2Fail)
+	back.pass = back.injected > 0 && back.lost == 0
+	back.note = "requests lost from each fault's undoing until the node answers again and 1 s after (goal: none)"
+	record(back)
+	kill.record()
+	power.record()
+	cut.recordCut()
+	proxy.record()
+
+	// The same at larger memberships, the agents added to the real
+	// nodes' ones not answering for anything themselves.
+	for _, size := range l2Sizes {
+		if t.Failed() {
+			break
+		}
+		c.AddAgents(t, size-len(c.Agents))
+		scale := fmt.Sprintf("%d L2 agents: 3 real nodes on one segment, no router, and %d agents of nodes without kubelets on it; dual-stack Service", size, size-len(c.RealNodes))
+		kill := result{fault: atSize(l2KillFault, size), scale: scale, duplicates: -1, changed: -1, limit: l2Bound}
+		cut := result{fault: atSize(l2CutFault, size), scale: scale, duplicates: -1, changed: -1, limit: l2Detection}
+		for i := range prof.l2Faults {
+			f := fault(i)
+			f.run(t, &kill, f.kill, c.Agents[f.owner].Restart, nil)
+			f.cut(t, &cut)
+			if t.Failed() {
+				break
+			}
+		}
+		kill.record()
+		cut.recordCut()
 	}
-	cut.pass = cut.survived == cut.injected && cut.injected > 0
-	cut.note = fmt.Sprintf("recovery: the longest time two nodes answered together (bound %s: the detection time with a busy machine's margin; the test fails past %s)", l2Detection, l2Fail)
-	record(kill)
-	record(power)
-	record(cut)
-	record(proxy)
+}
+
+// atSize names fault's row at a membership of n agents.
+func atSize(fault string, n int) string { return fmt.Sprintf("%s, %d agents", fault, n) }
+
+// record records r, a failover's row: it passes when every fault was
+// survived and the median is within the goal.
+func (r result) record() {
+	r.pass = r.survived == r.injected && r.injected > 0 && median(r.recovery) <= l2Goal
+	r.note = fmt.Sprintf("recovery: the fault to requests succeeding again through the next node (goal: median %s, max %s; the test fails past %s)", l2Goal, l2Bound, l2Fail)
+	record(r)
+}
+
+// recordCut records r, a cut's row: the longest double answer of each.
+func (r result) recordCut() {
+	r.pass = r.survived == r.injected && r.injected > 0
+	r.note = fmt.Sprintf("recovery: the longest time two nodes answered together (bound %s: the detection time with a busy machine's margin; the test fails past %s)", l2Detection, l2Fail)
+	record(r)
 }
 
 // l2Fault is one fault of the node answering for vip, owner, which next
@@ -160,6 +207,22 @@ type l2Fault struct {
 	c           *netlab.L2Cluster
 	vip         netip.Addr
 	owner, next int
+	// back, when set, tallies the requests lost while the fault is undone
+	// and the owner takes its address back.
+	back *result
+}
+
+// kill SIGKILLs the owner's agent.
+func (f l2Fault) kill() error { f.c.Agents[f.owner].Kill(); return nil }
+
+// cut drops the owner's membership traffic with the other nodes, and
+// tallies the longest double answer into res.
+func (f l2Fault) cut(t *testing.T, res *result) {
+	var undo func() error
+	f.run(t, res, func() (err error) {
+		undo, err = f.c.BlockBetweenNodes(f.owner, config.DefaultMemberlistPort)
+		return err
+	}, func() error { return undo() }, &res.recovery)
 }
 
 // run injects a fault under a request loop and tallies it into res: the
@@ -232,10 +295,26 @@ func (f l2Fault) run(t *testing.T, res *result, inject, undo func() error, overl
 		t.Errorf("%s: %v", res.fault, err)
 	}
 	undone = true
+	var backLoop *netlab.FailoverLoop
+	if f.back != nil {
+		backLoop = f.c.StartFailoverLoop(f.vip)
+	}
+	undoAt := time.Now()
 	if err := undo(); err != nil {
 		t.Fatal(err)
 	}
-	f.c.WaitMAC(t, f.vip, f.owner, 30*time.Second)
+	took = f.c.WaitMAC(t, f.vip, f.owner, 30*time.Second)
+	if backLoop != nil {
+		reqs := backLoop.StopAfter(time.Second)
+		f.back.injected++
+		f.back.requests += len(reqs)
+		f.back.lost += reqs.Failed(undoAt)
+		if reqs.Failed(undoAt) == 0 {
+			f.back.survived++
+		}
+		t.Logf("%s undone: %s answers again after %s; lost %d of %d (%v)", res.fault, f.c.RealNodes[f.owner].Name,
+			took.Round(time.Millisecond), reqs.Failed(undoAt), len(reqs), reqs.FirstError())
+	}
 	f.c.WaitAnswers(t, f.vip)
 }
 

@@ -31,6 +31,9 @@ type L2ClusterOptions struct {
 	CloudConfig string
 	// LeaseName is the CCM's leader-election lease, apart from other CCMs'.
 	LeaseName string
+	// Nodes is how many node namespaces the lab has (at least the three of
+	// the real nodes): the rest are for AddAgents.
+	Nodes int
 }
 
 // L2Cluster is an L2 lab with a real node in each node namespace
@@ -41,17 +44,25 @@ type L2ClusterOptions struct {
 type L2Cluster struct {
 	*L2Lab
 	RealNodes []*framework.RealNode
-	Agents    []*framework.NodeAgent
+	// Agents are the node agents by node index: the real nodes' first,
+	// then those AddAgents started.
+	Agents []*framework.NodeAgent
+
+	opts  L2ClusterOptions
+	token string // the agents' ServiceAccount token
 }
+
+// l2RealNodes is how many real nodes an L2 cluster has.
+const l2RealNodes = 3
 
 // StartL2Cluster starts an L2 cluster of three nodes; the test's cleanup
 // stops it. The nodes route each other's pod CIDRs over the segment, as a
 // flat network without a router needs them.
 func StartL2Cluster(t *testing.T, o L2ClusterOptions) *L2Cluster {
 	t.Helper()
-	c := &L2Cluster{L2Lab: NewL2(t, L2Options{Nodes: 3, LinkLocal: true})}
+	c := &L2Cluster{L2Lab: NewL2(t, L2Options{Nodes: max(l2RealNodes, o.Nodes), LinkLocal: true}), opts: o}
 	ctx := context.Background()
-	for i := range c.Nodes {
+	for i := range l2RealNodes {
 		name := fmt.Sprintf("%s%d", o.Prefix, i)
 		t.Cleanup(func() { _ = o.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 		c.RealNodes = append(c.RealNodes, o.CP.StartRealNode(ctx, t, framework.RealNodeOptions{
@@ -79,11 +90,11 @@ func StartL2Cluster(t *testing.T, o L2ClusterOptions) *L2Cluster {
 	if err := c.RoutePodCIDRs(cidrs); err != nil {
 		t.Fatal(err)
 	}
-	token := o.CP.NodeAgentToken(t)
+	c.token = o.CP.NodeAgentToken(t)
 	dir := t.TempDir()
 	for i, n := range c.RealNodes {
 		kc := filepath.Join(dir, fmt.Sprintf("agent-kubeconfig-%d", i))
-		if err := n.WriteKubeconfig(kc, framework.NodeAgentName, token); err != nil {
+		if err := n.WriteKubeconfig(kc, framework.NodeAgentName, c.token); err != nil {
 			t.Fatal(err)
 		}
 		c.Agents = append(c.Agents, framework.StartNodeAgentForTest(t, framework.NodeAgentOptions{

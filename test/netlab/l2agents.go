@@ -1,0 +1,90 @@
+package netlab
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/metal-ccm/metal-ccm/pkg/nodes"
+	"github.com/metal-ccm/metal-ccm/test/framework"
+)
+
+// AddAgents starts the node agent on n more of the lab's node namespaces
+// (L2ClusterOptions.Nodes must leave room), each for a Node without a
+// kubelet: the test registers it Ready with the namespace's addresses
+// and renews its heartbeat Lease, and labels it excluded from load
+// balancers, so that its agent counts in the majority and probes and is
+// probed like any other while no address is ever its to answer (its node
+// runs no kube-proxy either). A larger membership at the cost of an agent
+// per member, not of a real node. It waits until the agent of node 0 sees
+// every agent alive, and returns the new agents' node indexes. The test's
+// cleanup stops them and deletes their Nodes.
+func (c *L2Cluster) AddAgents(t *testing.T, n int) []int {
+	t.Helper()
+	first := len(c.Agents)
+	if first+n > len(c.Nodes) {
+		t.Fatalf("netlab L2: %d more agents on %d nodes, %d of them taken", n, len(c.Nodes), first)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // the Leases' renewals; registered first, so it runs last
+	cs := c.opts.Client
+	dir := t.TempDir()
+	var added []int
+	for i := first; i < first+n; i++ {
+		name := fmt.Sprintf("%sx%d", c.opts.Prefix, i)
+		t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		if _, err := framework.CreateReadyNode(ctx, cs, name, L2NodeAddr(IPv4, i).String(), L2NodeAddr(IPv6, i).String()); err != nil {
+			t.Fatal(err)
+		}
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:""}}}`, nodes.ExcludeLabel)
+		if _, err := cs.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := framework.KeepNodeLease(ctx, cs, name); err != nil {
+			t.Fatal(err)
+		}
+		relay, err := c.opts.CP.RelayAPIServer(c.Nodes[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(relay.Close)
+		kc := filepath.Join(dir, fmt.Sprintf("agent-kubeconfig-%d", i))
+		if err := relay.WriteKubeconfig(kc, framework.NodeAgentName, c.token); err != nil {
+			t.Fatal(err)
+		}
+		c.Agents = append(c.Agents, framework.StartNodeAgentForTest(t, framework.NodeAgentOptions{
+			Name: "agent-" + name, LogPath: filepath.Join(c.opts.CP.Dir, "logs", "agent-"+name+".log"),
+			NetNS: c.Nodes[i], Node: name, Kubeconfig: kc, CloudConfig: c.opts.CloudConfig,
+		}))
+		added = append(added, i)
+	}
+	c.WaitMembers(t, len(c.Agents), time.Minute)
+	return added
+}
+
+// WaitMembers waits until the agent of node 0 sees want agents alive in
+// its membership (metal_ccm_agent_l2_members).
+func (c *L2Cluster) WaitMembers(t testing.TB, want int, within time.Duration) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, within, true, func(ctx context.Context) (bool, error) {
+		page, err := execIn(ctx, c.Nodes[0], "curl", "-sS", "--max-time", "2", "http://127.0.0.1:10263/metrics")
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		v, ok := framework.MetricValue(page, "metal_ccm_agent_l2_members")
+		last = fmt.Sprintf("%v (reported: %t)", v, ok)
+		return ok && int(v) == want, nil
+	})
+	if err != nil {
+		t.Fatalf("node 0's agent does not see %d agents alive within %s: last %s", want, within, strings.TrimSpace(last))
+	}
+}
