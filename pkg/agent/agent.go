@@ -58,8 +58,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	inf := a.Client.informers()
-	env := protocol.AgentEnv{Node: node, Informers: inf, Wants: a.Config.LoadBalancer.Rule().Wants}
+	fresh := newFreshness(a.Client, a.NodeName)
+	go fresh.Run(ctx)
+	inf := a.Client.informers(fresh.watchError)
+	env := protocol.AgentEnv{Node: node, Informers: inf, Wants: a.Config.LoadBalancer.Rule().Wants, ViewStale: fresh.Stale}
 	var roles []protocol.Agent
 	for _, p := range protocol.All() {
 		r, err := p.Agent(ctx, a.Config, env)

@@ -109,7 +109,7 @@ func TestClient(t *testing.T) {
 	// The informers take the announcer's handlers and index, and cache the
 	// Services (through the reflector's watch or list) without
 	// managedFields.
-	infs := c.informers()
+	infs := c.informers(cache.DefaultWatchErrorHandler)
 	announcer.New(infs, nil, func(*v1.Service) bool { return true }, announcer.Options{})
 	inf := infs.Services
 	go inf.RunWithContext(ctx)

@@ -17,24 +17,26 @@ import (
 // factory would build them but without one: client-go's factory links every
 // API group's informers and clients (client.go says why that matters). They
 // have no namespace index (the announcer gets Services by key and lists
-// them all) and drop managedFields before caching.
-func (c *Client) informers() announcer.Informers {
+// them all) and drop managedFields before caching. Their watch errors go
+// to onError (besides the log).
+func (c *Client) informers(onError cache.WatchErrorHandlerWithContext) announcer.Informers {
 	return announcer.Informers{
-		Services:       newInformer(c.Services, &v1.Service{}),
-		Nodes:          newInformer(c.Nodes, &v1.Node{}),
-		EndpointSlices: newInformer(c.EndpointSlices, &discoveryv1.EndpointSlice{}),
+		Services:       newInformer(c.Services, &v1.Service{}, onError),
+		Nodes:          newInformer(c.Nodes, &v1.Node{}, onError),
+		EndpointSlices: newInformer(c.EndpointSlices, &discoveryv1.EndpointSlice{}, onError),
 	}
 }
 
 // newInformer is an informer of all of r's objects; example is one of them
 // (its type is what the informer expects).
-func newInformer(r Resource, example runtime.Object) cache.SharedIndexInformer {
+func newInformer(r Resource, example runtime.Object, onError cache.WatchErrorHandlerWithContext) cache.SharedIndexInformer {
 	lw := &cache.ListWatch{ListWithContextFunc: r.List, WatchFuncWithContext: r.Watch}
 	// An empty map, not none: AddIndexers (the announcer's index of
 	// EndpointSlices) writes into it.
 	inf := cache.NewSharedIndexInformerWithOptions(lw, example, cache.SharedIndexInformerOptions{Indexers: cache.Indexers{}})
 	// Fails only once the informer runs, and it runs after this.
 	_ = inf.SetTransform(cachetrim.Transform)
+	_ = inf.SetWatchErrorHandlerWithContext(onError)
 	return inf
 }
 

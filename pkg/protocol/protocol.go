@@ -142,6 +142,11 @@ type AgentEnv struct {
 	Informers announcer.Informers
 	// Wants is whether the agents serve a Service (its class).
 	Wants func(*v1.Service) bool
+	// ViewStale reports whether the informers' view has been cut off from
+	// the API server for longer than the agent allows (agent.StaleAfter):
+	// a protocol whose agents decide from their own views (L2) stops
+	// taking addresses on it.
+	ViewStale func() bool
 }
 
 // Agent is a protocol's part in a node agent.

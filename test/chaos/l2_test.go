@@ -68,7 +68,7 @@ const (
 // kube-proxy moves the address). The faults alternate between the addresses of
 // a dual-stack Service.
 func TestChaosL2(t *testing.T) {
-	rows := []string{l2KillFault, l2PowerFault, l2CutFault, l2ProxyFault, l2Failback}
+	rows := []string{l2KillFault, l2PowerFault, l2CutFault, l2ProxyFault, l2Failback, l2RogueFault}
 	for _, n := range l2Sizes {
 		rows = append(rows, atSize(l2KillFault, n), atSize(l2CutFault, n))
 	}
@@ -86,7 +86,11 @@ func TestChaosL2(t *testing.T) {
 	}
 	own := startOwnPlane(t, "chaos-l2")
 	cfg := filepath.Join(t.TempDir(), "cloud-config.yaml")
-	if err := os.WriteFile(cfg, []byte(netlab.L2TestCloudConfig(t, "")), 0o600); err != nil {
+	key, err := netlab.WriteL2Key(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(netlab.L2CloudConfig(key, "")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c := netlab.StartL2Cluster(t, netlab.L2ClusterOptions{
@@ -152,6 +156,12 @@ func TestChaosL2(t *testing.T) {
 			break
 		}
 	}
+	rogue := result{fault: l2RogueFault, scale: scale, duplicates: -1, note: rogueNote}
+	if !t.Failed() {
+		fault(0).rogue(t, &rogue, key)
+	}
+	rogue.pass = rogue.injected > 0 && rogue.survived == rogue.injected
+	record(rogue)
 	back.pass = back.injected > 0 && back.lost == 0
 	back.note = "requests lost from each fault's undoing until the node answers again and 1 s after (goal: none)"
 	record(back)

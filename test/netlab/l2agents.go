@@ -78,7 +78,7 @@ func (c *L2Cluster) WaitMembers(t testing.TB, want int, within time.Duration) {
 		page, err := execIn(ctx, c.Nodes[0], "curl", "-sS", "--max-time", "2", "http://127.0.0.1:10263/metrics")
 		if err != nil {
 			last = err.Error()
-			return false, nil
+			return false, nil //nolint:nilerr // the agent may not listen yet: asked again
 		}
 		v, ok := framework.MetricValue(page, "metal_ccm_agent_l2_members")
 		last = fmt.Sprintf("%v (reported: %t)", v, ok)

@@ -98,6 +98,7 @@ func (Protocol) Agent(ctx context.Context, cfg *config.CloudConfig, env protocol
 			return l2resp.Reach(l2cfg.Interfaces, func(p netip.Prefix) bool { return cfg.LoadBalancer.PoolsOverlap(p, config.ProtocolL2) })
 		},
 		func(f member.Fitness) error { return members.SetFitness(f, leaveTimeout) })
+	a.fitness.stale = env.ViewStale
 	// Every eligible node of each address, up to the most the announcer
 	// keeps: the owner is chosen among those of them whose agent is alive.
 	a.ann = announcer.New(env.Informers, a.watch.Candidates, env.Wants,

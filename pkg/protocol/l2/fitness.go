@@ -39,9 +39,13 @@ type fitness struct {
 	// set gossips a new fitness.
 	set func(member.Fitness) error
 
+	// stale reports whether the agent's API view has been cut off too long
+	// (AgentEnv.ViewStale); nil: never.
+	stale func() bool
 	// decided: the agent has decided once on a synced view of the
 	// addresses and nodes (Decided).
 	decided  atomic.Bool
+	staleNow atomic.Bool
 	now      atomic.Pointer[member.Fitness]
 	reachErr string            // the last reach error, logged once
 	state    healthcheck.State // the last state logged
@@ -99,7 +103,15 @@ func (f *fitness) Run(ctx context.Context) {
 // changed.
 func (f *fitness) update(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	next := member.Fitness{Forwards: f.decided.Load() && (f.checker == nil || f.checker.State(f.target) == healthcheck.Healthy)}
+	stale := f.stale != nil && f.stale()
+	if stale != f.staleNow.Swap(stale) {
+		if stale {
+			logger.Info("This agent's view of the API server is stale: the other nodes answer for its L2 addresses")
+		} else {
+			logger.Info("This agent's view of the API server is fresh again")
+		}
+	}
+	next := member.Fitness{Forwards: f.decided.Load() && !stale && (f.checker == nil || f.checker.State(f.target) == healthcheck.Healthy)}
 	anyAddr, reach, err := f.reach()
 	if msg := errString(err); msg != f.reachErr {
 		f.reachErr = msg
@@ -168,6 +180,9 @@ func (f *fitness) Ready() error {
 	}
 	if !f.decided.Load() {
 		return fmt.Errorf("%w: not decided yet", ErrCannotForward)
+	}
+	if f.staleNow.Load() {
+		return fmt.Errorf("%w: its view of the API server is stale", ErrCannotForward)
 	}
 	return fmt.Errorf("%w: kube-proxy fails its health check at %s (or has not been checked yet)", ErrCannotForward, f.target)
 }

@@ -122,3 +122,25 @@ func TestFitnessUnchecked(t *testing.T) {
 		t.Errorf("gossiped %d times, want once: nothing changed", n)
 	}
 }
+
+// TestFitnessStale: an agent whose API view is stale does not forward,
+// whatever its checks say, and says why; fresh again, it does.
+func TestFitnessStale(t *testing.T) {
+	g := &gossiped{}
+	var stale atomic.Bool
+	stale.Store(true)
+	f := newFitness(nil, netip.AddrPort{}, func() (bool, []netip.Prefix, error) { return true, nil, nil }, g.set)
+	f.stale = stale.Load
+	f.Decided()
+	go f.Run(t.Context())
+	eventually(t, "the stale view told", func() bool {
+		err := f.Ready()
+		return err != nil && strings.Contains(err.Error(), "stale")
+	})
+	if last, _ := g.get(); last.Forwards {
+		t.Errorf("stale view: gossiped %v, want not forwarding", last)
+	}
+	stale.Store(false)
+	f.poke()
+	eventually(t, "forwarding once the view is fresh", func() bool { last, _ := g.get(); return last.Forwards })
+}
