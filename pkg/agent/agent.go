@@ -58,9 +58,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fresh := newFreshness(a.Client, a.NodeName)
-	go fresh.Run(ctx)
-	inf := a.Client.informers(fresh.watchError)
+	fresh := newFreshness(logger)
+	inf := a.Client.informers(fresh)
 	env := protocol.AgentEnv{Node: node, Informers: inf, Wants: a.Config.LoadBalancer.Rule().Wants, ViewStale: fresh.Stale}
 	var roles []protocol.Agent
 	for _, p := range protocol.All() {

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/metal-ccm/metal-ccm/pkg/announcer"
 	"github.com/metal-ccm/metal-ccm/pkg/nodes"
@@ -109,7 +110,7 @@ func TestClient(t *testing.T) {
 	// The informers take the announcer's handlers and index, and cache the
 	// Services (through the reflector's watch or list) without
 	// managedFields.
-	infs := c.informers(cache.DefaultWatchErrorHandler)
+	infs := c.informers(newFreshness(klog.Background()))
 	announcer.New(infs, nil, func(*v1.Service) bool { return true }, announcer.Options{})
 	inf := infs.Services
 	go inf.RunWithContext(ctx)

@@ -3,50 +3,54 @@ package agent
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/cache"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
 )
 
-// TestFreshness: a watch error marks the view broken, stale once that has
-// lasted, and a probe that the API server answers makes it fresh again;
-// a view that works sends no probe.
+// TestFreshness: a failed list, a failed watch or a watch's error event
+// breaks the view, stale once that has lasted; the next list or watch the
+// API server answers mends it.
 func TestFreshness(t *testing.T) {
-	var up atomic.Bool
-	var probes atomic.Int64
-	f := &freshness{after: 50 * time.Millisecond, every: 10 * time.Millisecond, wake: make(chan struct{}, 1),
-		get: func(context.Context) error {
-			probes.Add(1)
-			if up.Load() {
-				return nil
-			}
-			return errors.New("connection refused")
-		}}
-	go f.Run(t.Context())
-	time.Sleep(50 * time.Millisecond)
-	if f.Stale() || probes.Load() != 0 {
-		t.Fatalf("without a watch error: stale %t, %d probes; want fresh, none", f.Stale(), probes.Load())
+	f := newFreshness(klog.Background())
+	f.after = 0 // stale as soon as broken
+	down := errors.New("connection refused")
+	var listErr, watchErr error
+	var fake *watch.FakeWatcher
+	list := f.list(func(context.Context, metav1.ListOptions) (runtime.Object, error) { return &metav1.Status{}, listErr })
+	watchFn := f.watch(func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+		if watchErr != nil {
+			return nil, watchErr
+		}
+		fake = watch.NewFake() // one per watch: each is read by its own filter
+		return fake, nil
+	})
+	ctx := t.Context()
+	steps := []struct {
+		name  string
+		do    func()
+		stale bool
+	}{
+		{"a list answered", func() { _, _ = list(ctx, metav1.ListOptions{}) }, false},
+		{"a list failed", func() { listErr = down; _, _ = list(ctx, metav1.ListOptions{}) }, true},
+		{"a watch answered", func() { listErr = nil; _, _ = watchFn(ctx, metav1.ListOptions{}) }, false},
+		{"the watch's error event", func() {
+			w, _ := watchFn(ctx, metav1.ListOptions{})
+			go fake.Error(&metav1.Status{Message: "http2: client connection lost"})
+			<-w.ResultChan()
+		}, true},
+		{"a watch failed", func() { watchErr = down; _, _ = watchFn(ctx, metav1.ListOptions{}) }, true},
+		{"a list answered again", func() { _, _ = list(ctx, metav1.ListOptions{}) }, false},
 	}
-	r := cache.NewReflector(&cache.ListWatch{}, &v1.Node{}, cache.NewStore(cache.MetaNamespaceKeyFunc), 0)
-	f.watchError(t.Context(), r, errors.New("watch failed"))
-	eventually(t, "the view turns stale while the API server does not answer", f.Stale)
-	up.Store(true)
-	eventually(t, "the view is fresh again once the API server answers", func() bool { return !f.Stale() && f.brokenSince().IsZero() })
-	n := probes.Load()
-	time.Sleep(50 * time.Millisecond)
-	if probes.Load() != n {
-		t.Errorf("probes go on while the view works: %d, then %d", n, probes.Load())
-	}
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for begin := time.Now(); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Since(begin) > 10*time.Second {
-			t.Fatalf("not within 10s: %s", what)
+	for _, s := range steps {
+		s.do()
+		time.Sleep(time.Millisecond) // past f.after
+		if got := f.Stale(); got != s.stale {
+			t.Errorf("after %s: stale %t, want %t", s.name, got, s.stale)
 		}
 	}
 }

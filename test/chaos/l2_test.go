@@ -68,7 +68,7 @@ const (
 // kube-proxy moves the address). The faults alternate between the addresses of
 // a dual-stack Service.
 func TestChaosL2(t *testing.T) {
-	rows := []string{l2KillFault, l2PowerFault, l2CutFault, l2ProxyFault, l2Failback, l2RogueFault}
+	rows := []string{l2KillFault, l2PowerFault, l2CutFault, l2ProxyFault, l2Failback, l2RogueFault, l2StaleFault}
 	for _, n := range l2Sizes {
 		rows = append(rows, atSize(l2KillFault, n), atSize(l2CutFault, n))
 	}
@@ -157,9 +157,15 @@ func TestChaosL2(t *testing.T) {
 		}
 	}
 	rogue := result{fault: l2RogueFault, scale: scale, duplicates: -1, note: rogueNote}
+	stale := result{fault: l2StaleFault, scale: scale, duplicates: -1, changed: -1, limit: l2StaleBound, note: staleNote}
 	if !t.Failed() {
 		fault(0).rogue(t, &rogue, key)
 	}
+	if !t.Failed() {
+		fault(1).stale(t, &stale)
+	}
+	stale.pass = stale.injected > 0 && stale.survived == stale.injected
+	record(stale)
 	rogue.pass = rogue.injected > 0 && rogue.survived == rogue.injected
 	record(rogue)
 	back.pass = back.injected > 0 && back.lost == 0

@@ -24,6 +24,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(rogueEnv); spec != "" {
+		os.Exit(rogueMain(spec)) // this binary run again as a rogue member
+	}
 	os.Exit(run(m))
 }
 

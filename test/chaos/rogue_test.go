@@ -5,6 +5,9 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,10 +32,7 @@ const rogueFor = 5 * time.Second
 // moved (res.changed).
 func (f l2Fault) rogue(t *testing.T, res *result, keyFile string) {
 	t.Helper()
-	keys, err := member.ReadKeys(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	clientNS := f.c.ClientNamespace()
 	f.c.Agents[f.owner].Kill()
 	defer func() {
 		if err := f.c.Agents[f.owner].Restart(); err != nil {
@@ -50,7 +50,6 @@ func (f l2Fault) rogue(t *testing.T, res *result, keyFile string) {
 	owner := f.c.RealNodes[f.owner].Name
 	claims := []netip.Addr{netlab.L2NodeAddr(netlab.IPv4, f.owner), netlab.L2NodeAddr(netlab.IPv6, f.owner)}
 	seed := netip.AddrPortFrom(netlab.L2NodeAddr(netlab.IPv4, f.next), config.DefaultMemberlistPort)
-	bind := netip.AddrPortFrom(netlab.L2ClientAddr(netlab.IPv4), 0)
 
 	watch, err := f.c.WatchARPReplies(context.Background(), f.vip)
 	if err != nil {
@@ -59,33 +58,13 @@ func (f l2Fault) rogue(t *testing.T, res *result, keyFile string) {
 	defer watch.Close()
 	loop := f.c.StartFailoverLoop(f.vip)
 	start := time.Now()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	joinOne := func(name string, keys [][]byte) (*member.Members, error) {
-		var m *member.Members
-		err := framework.RunInNetNS(f.c.ClientNamespace(), func() error {
-			var err error
-			if m, err = member.Start(ctx, member.Config{Name: name, Addresses: claims, Bind: bind, Keys: keys,
-				Fitness: member.Fitness{Forwards: true, AnyAddress: true}}); err != nil {
-				return err
-			}
-			return m.Join([]netip.AddrPort{seed})
-		})
-		return m, err
+	unkeyed := startRogue(t, clientNS, "rogue-nokey", owner, claims, seed, "")
+	keyed := startRogue(t, clientNS, "rogue-key", owner, claims, seed, keyFile)
+	if !unkeyed.wait(t, rogueRefused) {
+		t.Errorf("a member without the key joined the membership:\n%s", unkeyed.LogTail(5))
 	}
-	unkeyed, err := joinOne(owner, nil)
-	if unkeyed != nil {
-		defer unkeyed.Shutdown()
-	}
-	if err == nil {
-		t.Errorf("a member without the key joined the membership")
-	}
-	keyed, err := joinOne(owner, keys)
-	if keyed != nil {
-		defer keyed.Shutdown()
-	}
-	if err != nil {
-		t.Fatalf("a member with the key could not join (the test's premise): %v", err)
+	if !keyed.wait(t, rogueJoined) {
+		t.Fatalf("a member with the key could not join (the test's premise):\n%s", keyed.LogTail(5))
 	}
 	ignored := 0
 	for time.Since(start) < rogueFor {
@@ -96,7 +75,8 @@ func (f l2Fault) rogue(t *testing.T, res *result, keyFile string) {
 		ignored = max(ignored, ignoredMembers(t, f.c, f.next))
 	}
 	reqs := loop.StopAfter(0)
-	keyed.Shutdown()
+	keyed.Stop(time.Second)
+	unkeyed.Stop(time.Second)
 	moved := 0
 	for _, r := range watch.Replies() {
 		if !bytes.Equal(r.MAC, want) {
@@ -134,6 +114,86 @@ func ignoredMembers(t *testing.T, c *netlab.L2Cluster, i int) int {
 		t.Fatalf("node %d's agent reports no metal_ccm_agent_l2_ignored_members", i)
 	}
 	return int(v)
+}
+
+// The rogue's lines in its log, and its environment (rogueMain).
+const (
+	rogueJoined  = "rogue: joined"
+	rogueRefused = "rogue: refused"
+	rogueEnv     = "METAL_CCM_CHAOS_ROGUE" // name,claim,claim,...,seed[,key file]
+)
+
+// rogue is a rogue member: this test binary run again in the client's
+// namespace (rogueMain), so that all of its sockets are there.
+type rogue struct{ *framework.Process }
+
+// startRogue starts a rogue member named name claiming claims, joining
+// through seed, keyed with keyFile's keys ("": none); the test's cleanup
+// stops it by its PID.
+func startRogue(t *testing.T, clientNS, label, name string, claims []netip.Addr, seed netip.AddrPort, keyFile string) rogue {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := []string{name}
+	for _, c := range claims {
+		spec = append(spec, c.String())
+	}
+	spec = append(spec, seed.String(), keyFile)
+	p, err := framework.StartProcess(label, filepath.Join(t.TempDir(), label+".log"), false, "nsenter",
+		"--net="+filepath.Join("/run/netns", clientNS), "--", "env", rogueEnv+"="+strings.Join(spec, ","), self, "-test.run=^$")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop(time.Second) })
+	return rogue{p}
+}
+
+// wait waits up to 10 s for the rogue to say it joined or was refused,
+// and reports whether it said line.
+func (r rogue) wait(t *testing.T, line string) bool {
+	t.Helper()
+	for begin := time.Now(); time.Since(begin) < 10*time.Second; time.Sleep(50 * time.Millisecond) {
+		if r.LogContains(rogueJoined) || r.LogContains(rogueRefused) {
+			return r.LogContains(line)
+		}
+	}
+	t.Fatalf("%s said neither %q nor %q within 10 s:\n%s", r.Name, rogueJoined, rogueRefused, r.LogTail(5))
+	return false
+}
+
+// rogueMain is the rogue member's main, when rogueEnv is set: it joins
+// the membership as the spec says, prints whether it was let in, and
+// stays until it is stopped.
+func rogueMain(spec string) int {
+	f := strings.Split(spec, ",")
+	if len(f) < 4 {
+		fmt.Fprintln(os.Stderr, "rogue: spec: name,claims...,seed,keyfile")
+		return 2
+	}
+	var claims []netip.Addr
+	for _, c := range f[1 : len(f)-2] {
+		claims = append(claims, netip.MustParseAddr(c))
+	}
+	seed := netip.MustParseAddrPort(f[len(f)-2])
+	keys, err := member.ReadKeys(f[len(f)-1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rogue:", err)
+		return 2
+	}
+	m, err := member.Start(context.Background(), member.Config{Name: f[0], Addresses: claims, Keys: keys,
+		Bind: netip.AddrPortFrom(netlab.L2ClientAddr(netlab.IPv4), 0), Fitness: member.Fitness{Forwards: true, AnyAddress: true}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rogue:", err)
+		return 2
+	}
+	if err := m.Join([]netip.AddrPort{seed}); err != nil {
+		fmt.Println(rogueRefused+":", err)
+	} else {
+		fmt.Println(rogueJoined)
+	}
+	select {} // until stopped
 }
 
 // rogueNote is the row's note.

@@ -20,19 +20,27 @@ const APIPort = 6443
 // 127.0.0.1, so a client in the namespace that dials 127.0.0.1:APIPort
 // verifies it.
 type Relay struct {
-	cp *ControlPlane
-	ln net.Listener
-	wg sync.WaitGroup
+	cp   *ControlPlane
+	ln   net.Listener
+	port int
+	wg   sync.WaitGroup
 }
 
 // RelayAPIServer starts a relay into the network namespace netns (a name
-// under /run/netns). Close it when done.
+// under /run/netns) on APIPort. Close it when done.
 func (cp *ControlPlane) RelayAPIServer(netns string) (*Relay, error) {
-	ln, err := ListenInNetNS(netns, "tcp", net.JoinHostPort("", strconv.Itoa(APIPort)))
+	return cp.RelayAPIServerOn(netns, APIPort)
+}
+
+// RelayAPIServerOn is RelayAPIServer on another port: a client of its own
+// (a node agent) whose traffic to the API server a test can cut apart
+// from the kubelet's.
+func (cp *ControlPlane) RelayAPIServerOn(netns string, port int) (*Relay, error) {
+	ln, err := ListenInNetNS(netns, "tcp", net.JoinHostPort("", strconv.Itoa(port)))
 	if err != nil {
 		return nil, fmt.Errorf("API relay into %s: %w", netns, err)
 	}
-	r := &Relay{cp: cp, ln: ln}
+	r := &Relay{cp: cp, ln: ln, port: port}
 	target := cp.APIServerAddr()
 	r.wg.Go(func() {
 		for {
@@ -50,7 +58,7 @@ func (cp *ControlPlane) RelayAPIServer(netns string) (*Relay, error) {
 // relay's address and the given user and token.
 func (r *Relay) WriteKubeconfig(path, user, token string) error {
 	c := *r.cp
-	c.URL = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(APIPort))
+	c.URL = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(r.port))
 	return c.WriteKubeconfig(path, user, token)
 }
 

@@ -3,7 +3,6 @@ package netlab
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -50,19 +49,7 @@ func (c *L2Cluster) AddAgents(t *testing.T, n int) []int {
 		if err := framework.KeepNodeLease(ctx, cs, name); err != nil {
 			t.Fatal(err)
 		}
-		relay, err := c.opts.CP.RelayAPIServer(c.Nodes[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(relay.Close)
-		kc := filepath.Join(dir, fmt.Sprintf("agent-kubeconfig-%d", i))
-		if err := relay.WriteKubeconfig(kc, framework.NodeAgentName, c.token); err != nil {
-			t.Fatal(err)
-		}
-		c.Agents = append(c.Agents, framework.StartNodeAgentForTest(t, framework.NodeAgentOptions{
-			Name: "agent-" + name, LogPath: filepath.Join(c.opts.CP.Dir, "logs", "agent-"+name+".log"),
-			NetNS: c.Nodes[i], Node: name, Kubeconfig: kc, CloudConfig: c.opts.CloudConfig,
-		}))
+		c.startAgent(t, i, name, dir)
 		added = append(added, i)
 	}
 	c.WaitMembers(t, len(c.Agents), time.Minute)

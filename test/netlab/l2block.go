@@ -75,3 +75,30 @@ func l2BlockRules(table string, i, n int, port uint16) string {
 func (l *L2Lab) l2BlockTables(i int) (string, error) {
 	return execIn(context.Background(), l.Nodes[i], "nft", "list", "tables")
 }
+
+// CutAgentFromAPI drops the traffic of node i's agent with the API server
+// (its relay's port, AgentAPIPort, both directions) and nothing else: the
+// connection hangs as in a partition, while the kubelet and kube-proxy
+// keep theirs. undo deletes the table (once; later calls return nil).
+func (l *L2Lab) CutAgentFromAPI(i int) (undo func() error, err error) {
+	if err := l.node(i); err != nil {
+		return nil, err
+	}
+	table := fmt.Sprintf("mccm_apicut_%d", l2Blocks.Add(1))
+	ns := l.Nodes[i]
+	rules := fmt.Sprintf("table inet %s {\n\tchain output {\n\t\ttype filter hook output priority filter; policy accept;\n"+
+		"\t\ttcp dport %d drop\n\t\ttcp sport %d drop\n\t}\n}\n", table, AgentAPIPort, AgentAPIPort)
+	if _, err := command(context.Background(), rules, "ip", "netns", "exec", ns, "nft", "-f", "-"); err != nil {
+		return nil, fmt.Errorf("netlab L2 cut node %d's agent from the API server: %w", i, err)
+	}
+	var once sync.Once
+	return func() error {
+		var err error
+		once.Do(func() {
+			if _, e := execIn(context.Background(), ns, "nft", "delete", "table", "inet", table); e != nil {
+				err = fmt.Errorf("netlab L2 reconnect node %d's agent to the API server: %w", i, e)
+			}
+		})
+		return err
+	}, nil
+}

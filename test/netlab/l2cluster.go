@@ -93,16 +93,40 @@ func StartL2Cluster(t *testing.T, o L2ClusterOptions) *L2Cluster {
 	c.token = o.CP.NodeAgentToken(t)
 	dir := t.TempDir()
 	for i, n := range c.RealNodes {
-		kc := filepath.Join(dir, fmt.Sprintf("agent-kubeconfig-%d", i))
-		if err := n.WriteKubeconfig(kc, framework.NodeAgentName, c.token); err != nil {
-			t.Fatal(err)
-		}
-		c.Agents = append(c.Agents, framework.StartNodeAgentForTest(t, framework.NodeAgentOptions{
-			Name: "agent-" + n.Name, LogPath: filepath.Join(o.CP.Dir, "logs", "agent-"+n.Name+".log"),
-			NetNS: n.NetNS, Node: n.Name, Kubeconfig: kc, CloudConfig: o.CloudConfig,
-		}))
+		c.startAgent(t, i, n.Name, dir)
 	}
 	return c
+}
+
+// AgentAPIPort is where an L2 cluster's agents reach the API server in
+// their node's namespace: a relay of their own, apart from the kubelet's
+// and kube-proxy's (framework.APIPort), so that CutAgentFromAPI cuts the
+// agent alone.
+const AgentAPIPort = 6444
+
+// agentEnv speeds up the agents' finding of a hung connection to the API
+// server (client-go's HTTP/2 health check: a ping after 2 s without a
+// frame, failed after 2 s more; about 45 s by default), so that a cut
+// from the API server shows within seconds in the tests.
+var agentEnv = []string{"HTTP2_READ_IDLE_TIMEOUT_SECONDS=2", "HTTP2_PING_TIMEOUT_SECONDS=2"}
+
+// startAgent starts the node agent of node i, named name, with its API
+// relay, kubeconfig (in dir) and log.
+func (c *L2Cluster) startAgent(t testing.TB, i int, name, dir string) {
+	t.Helper()
+	relay, err := c.opts.CP.RelayAPIServerOn(c.Nodes[i], AgentAPIPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(relay.Close)
+	kc := filepath.Join(dir, fmt.Sprintf("agent-kubeconfig-%d", i))
+	if err := relay.WriteKubeconfig(kc, framework.NodeAgentName, c.token); err != nil {
+		t.Fatal(err)
+	}
+	c.Agents = append(c.Agents, framework.StartNodeAgentForTest(t, framework.NodeAgentOptions{
+		Name: "agent-" + name, LogPath: filepath.Join(c.opts.CP.Dir, "logs", "agent-"+name+".log"),
+		NetNS: c.Nodes[i], Node: name, Kubeconfig: kc, CloudConfig: c.opts.CloudConfig, Env: agentEnv,
+	}))
 }
 
 func nodeReady(n *v1.Node) bool {
