@@ -12,11 +12,12 @@ import (
 //
 //	version (1) | role (1) | address count (1) | count × (length 4 or 16, address)
 //	version 2 appends: fitness (encodeFitness)
+//	version 3 appends: MACs and conflicts (encodeConflicts)
 //
 // A later version only appends fields, so a reader takes the fields it
 // knows from any version at least its own: agents of two releases can run
 // side by side during a rolling update.
-const metaVersion = 2
+const metaVersion = 3
 
 // role is what a member is in the election.
 type role byte
@@ -51,6 +52,9 @@ func (m meta) encode() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if b, err = encodeConflicts(b, m.fitness); err != nil {
+		return nil, err
+	}
 	if len(b) > memberlist.MetaMaxSize {
 		return nil, fmt.Errorf("%d addresses and %d prefixes take %d bytes of metadata, more than memberlist's %d", len(m.addresses), len(m.fitness.Reach), len(b), memberlist.MetaMaxSize)
 	}
@@ -78,9 +82,14 @@ func decodeMeta(b []byte) (meta, error) {
 		m.fitness = Fit
 		return m, nil
 	}
-	f, err := decodeFitness(rest)
+	f, rest, err := decodeFitness(rest)
 	if err != nil {
 		return meta{}, err
+	}
+	if b[0] >= 3 {
+		if f.MACs, f.Conflicts, err = decodeConflicts(rest); err != nil {
+			return meta{}, err
+		}
 	}
 	m.fitness = f
 	return m, nil
