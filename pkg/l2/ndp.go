@@ -15,7 +15,8 @@ import (
 var allNodes = netip.MustParseAddr("ff02::1")
 
 // ndpConn is a raw ICMPv6 socket for one interface that sees only
-// Neighbor Solicitations. It is bound to no address of the interface (a
+// Neighbor Solicitations and Advertisements (the latter for the conflicts
+// of conflict.go). It is bound to no address of the interface (a
 // link-local one may still be tentative when the first LoadBalancer
 // address arrives), so it hears every interface: the reader keeps to its
 // own by the packet's interface index.
@@ -38,6 +39,7 @@ func openNDP(ifc iface) (*ndpConn, error) {
 	var f ipv6.ICMPFilter
 	f.SetAll(true)
 	f.Accept(ipv6.ICMPTypeNeighborSolicitation)
+	f.Accept(ipv6.ICMPTypeNeighborAdvertisement)
 	if err := c.SetICMPFilter(&f); err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("filter NDP socket on %s: %w", ifc.Name, err)
