@@ -104,6 +104,30 @@ func (r *Responder) sighted(log logr.Logger, s sighting) {
 	}
 }
 
+// audit probes every answered address once (all at once, one window): a
+// host that holds one but never announces it is silent to the watch, since
+// a switch delivers its answers to the asker alone. This node's sockets do
+// not answer its own probes, and no other node of the cluster answers for
+// the addresses it owns.
+func (r *Responder) audit(ctx context.Context, log logr.Logger) {
+	r.mu.RLock()
+	var answered []fresh
+	for addr, idxs := range r.answers {
+		for idx := range idxs {
+			if l := r.links[idx]; l != nil {
+				answered = append(answered, fresh{addr: addr, ifc: l.ifc})
+			}
+		}
+	}
+	r.mu.RUnlock()
+	found := r.probeFresh(ctx, answered)
+	for _, a := range answered {
+		if mac, held := found[a.ifc.Index][a.addr]; held {
+			r.sighted(log, sighting{claim: claim{addr: a.addr, mac: mac}, ifc: a.ifc})
+		}
+	}
+}
+
 // reprobe probes every conflict that is due: a claim confirms it (and
 // reports it), none ends it (and the address is answered again if it is
 // still asked for). It runs on Run's goroutine, so that its probes open

@@ -2,6 +2,7 @@ package l2
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -22,8 +23,9 @@ var (
 // TestResponderConflicts: a host of the segment (the client namespace,
 // its kernel answering for an address statically configured) that holds a
 // LoadBalancer address makes the responder leave it, whether the host
-// holds it before the responder would claim it (its probe is answered) or
-// announces it while the responder answers; once the host lets it go, a
+// holds it before the responder would claim it (its probe is answered), or
+// takes it while the responder answers, announcing it or silently (the
+// periodic probe finds it); once the host lets it go, a
 // re-probe finds no one and the responder answers again.
 func TestResponderConflicts(t *testing.T) {
 	for _, tc := range []struct {
@@ -46,23 +48,27 @@ func TestResponderConflicts(t *testing.T) {
 			s.waitConflict(t, r, tc.vip, false)
 			s.eventuallyResolves(t, tc.vip)
 		})
-		t.Run(tc.name+": appears while answered", func(t *testing.T) {
-			s := newSegment(t)
-			r := s.startQuick(t)
-			if err := s.set(t, r, tc.vip); err != nil {
-				t.Fatalf("SetAddresses: %v", err)
-			}
-			s.eventuallyResolves(t, tc.vip)
-			drop := s.holdInClient(t, netip.PrefixFrom(tc.vip, tc.bits))
-			s.announceFromClient(t, tc.vip)
-			s.waitConflict(t, r, tc.vip, true)
-			if got := r.Addresses(); len(got) != 0 {
-				t.Fatalf("answering %v though the client holds %s", got, tc.vip)
-			}
-			drop()
-			s.waitConflict(t, r, tc.vip, false)
-			s.eventuallyResolves(t, tc.vip)
-		})
+		for _, announce := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s: appears while answered, announcing it %t", tc.name, announce), func(t *testing.T) {
+				s := newSegment(t)
+				r := s.startQuick(t)
+				if err := s.set(t, r, tc.vip); err != nil {
+					t.Fatalf("SetAddresses: %v", err)
+				}
+				s.eventuallyResolves(t, tc.vip)
+				drop := s.holdInClient(t, netip.PrefixFrom(tc.vip, tc.bits))
+				if announce {
+					s.announceFromClient(t, tc.vip)
+				} // else: the next audit's probe finds it
+				s.waitConflict(t, r, tc.vip, true)
+				if got := r.Addresses(); len(got) != 0 {
+					t.Fatalf("answering %v though the client holds %s", got, tc.vip)
+				}
+				drop()
+				s.waitConflict(t, r, tc.vip, false)
+				s.eventuallyResolves(t, tc.vip)
+			})
+		}
 	}
 	t.Run("a peer's MAC is no conflict", func(t *testing.T) {
 		s := newSegment(t)

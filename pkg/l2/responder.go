@@ -284,7 +284,7 @@ func (r *Responder) probeFresh(ctx context.Context, fresh []fresh) map[int]map[n
 	for idx, wait := range waits {
 		found, err := wait()
 		if err != nil {
-			klog.FromContext(ctx).Error(err, "Probing addresses before answering them; answering them all the same", "interface", ifcs[idx].Name)
+			klog.FromContext(ctx).Error(err, "Probing addresses; taken as free", "interface", ifcs[idx].Name)
 		}
 		out[idx] = found
 	}
@@ -427,6 +427,10 @@ func (r *Responder) Run(ctx context.Context) error {
 	// that late.
 	conflicts := time.NewTicker(min(time.Second, r.confirmAfter))
 	defer conflicts.Stop()
+	// Every answered address is probed every reprobeEvery too, for the
+	// foreign hosts that hold one silently.
+	audit := time.NewTicker(r.reprobeEvery)
+	defer audit.Stop()
 	log := klog.FromContext(ctx)
 	for done := false; !done; {
 		select {
@@ -438,6 +442,8 @@ func (r *Responder) Run(ctx context.Context) error {
 			r.sighted(log, s)
 		case <-conflicts.C:
 			r.reprobe(ctx, log)
+		case <-audit.C:
+			r.audit(ctx, log)
 		}
 	}
 	klog.FromContext(ctx).V(2).Info("Stopping the L2 responder")
