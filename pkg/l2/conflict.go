@@ -146,15 +146,15 @@ func (r *Responder) reprobe(ctx context.Context, log logr.Logger) {
 	for _, c := range due {
 		found, err := probe(ctx, c.ifc, []netip.Addr{c.Addr}, ProbeWindow, r.foreign)
 		if err != nil {
-			// Kept as it is: a probe that could not be sent proves nothing.
-			log.Error(err, "Probing an address in conflict", "address", c.Addr, "interface", c.ifc.Name)
+			// Taken as no claim, as a failed probe before a claim is: a
+			// conflict kept on a probe that cannot be sent (its interface
+			// gone) would keep the address from every node for good.
+			log.Error(err, "Probing an address in conflict; taken as free", "address", c.Addr, "interface", c.ifc.Name)
 		}
 		mac, held := found[c.Addr]
 		r.mu.Lock()
 		switch {
 		case r.closed:
-		case err != nil:
-			c.next = time.Now().Add(r.reprobeEvery)
 		case held:
 			if !c.confirmed {
 				log.Info("Address conflict confirmed: another host holds the address; no node of the cluster answers it until it is gone",

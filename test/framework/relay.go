@@ -49,9 +49,20 @@ func (cp *ControlPlane) RelayAPIServer(netns string) (*Relay, error) {
 // WriteKubeconfig writes a kubeconfig for clients in the namespace: the
 // relay's address and the given user and token.
 func (r *Relay) WriteKubeconfig(path, user, token string) error {
-	c := *r.cp
+	return r.cp.writeRelayKubeconfig(path, user, token)
+}
+
+func (cp *ControlPlane) writeRelayKubeconfig(path, user, token string) error {
+	c := *cp
 	c.URL = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(APIPort))
 	return c.WriteKubeconfig(path, user, token)
+}
+
+// WriteRelayAdminKubeconfig writes a kubeconfig with the admin's token for
+// clients in a namespace that has a relay already (a CCM replica run beside
+// a lab node's agent).
+func (cp *ControlPlane) WriteRelayAdminKubeconfig(path string) error {
+	return cp.writeRelayKubeconfig(path, "admin", cp.adminToken)
 }
 
 // Close stops accepting; connections in flight end with their peers.
