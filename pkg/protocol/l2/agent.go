@@ -155,7 +155,7 @@ func (a *agent) decide(ctx context.Context, r elect.Round) {
 	a.seen.Store(int64(len(alive)))
 	a.ignored.Store(int64(c.Ignored))
 	if a.conflicts != nil {
-		a.conflicts.setPeers(elect.MACs(c.Members))
+		a.conflicts.setPeers(elect.MACs(c.Members), time.Now())
 	}
 	for _, addr := range c.Mine {
 		if !slices.Contains(a.mine, addr) {

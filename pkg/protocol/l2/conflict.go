@@ -28,7 +28,7 @@ type conflictSource interface {
 // another node would take it over and meet the foreign host again). With
 // them go this node's answering MACs, so that the others tell a claim of
 // this node's from a foreign host's. It also keeps the other nodes' MACs
-// for the responder (Options.Peer).
+// for the responder (Options.Peer), those of recently gone nodes too.
 type conflicts struct {
 	source conflictSource // set once the responder is built
 	// macs are this node's answering interfaces' MACs now.
@@ -43,8 +43,10 @@ type conflicts struct {
 	sent    *member.Fitness // the last gossiped
 	macsErr string          // the last error of macs, logged once
 
-	peers atomic.Pointer[[]net.HardwareAddr] // the bound members' MACs, this node's included
-	count atomic.Int64                       // the responder's conflicts, for the metric
+	peersMu sync.Mutex
+	seen    map[string]time.Time               // MAC -> when last gossiped by a bound member
+	peers   atomic.Pointer[[]net.HardwareAddr] // the MACs of seen, for isPeer
+	count   atomic.Int64                       // the responder's conflicts, for the metric
 }
 
 func newConflicts(macs func() ([]net.HardwareAddr, error), set func(member.Fitness) error) *conflicts {
@@ -120,8 +122,34 @@ func (c *conflicts) gossipLocked() error {
 	return c.set(next)
 }
 
-// setPeers records the MACs the bound members gossip.
-func (c *conflicts) setPeers(macs []net.HardwareAddr) { c.peers.Store(&macs) }
+// peerMemory is how long a node's MACs stay the cluster's after its agent
+// was last seen bound. A member that has just been declared dead, or cut
+// off, is the very one that may still answer for the address another node
+// takes over from it (until it sees itself alone): its answer to the new
+// owner's probe is the cluster's double answer, not a foreign host's.
+const peerMemory = 10 * time.Minute
+
+// setPeers records the MACs the bound members gossip now, and keeps those
+// seen within peerMemory.
+func (c *conflicts) setPeers(macs []net.HardwareAddr, now time.Time) {
+	c.peersMu.Lock()
+	defer c.peersMu.Unlock()
+	if c.seen == nil {
+		c.seen = map[string]time.Time{}
+	}
+	for _, m := range macs {
+		c.seen[string(m)] = now
+	}
+	out := make([]net.HardwareAddr, 0, len(c.seen))
+	for m, at := range c.seen {
+		if now.Sub(at) > peerMemory {
+			delete(c.seen, m)
+			continue
+		}
+		out = append(out, net.HardwareAddr(m))
+	}
+	c.peers.Store(&out)
+}
 
 // isPeer reports whether mac is a bound member's (Options.Peer).
 func (c *conflicts) isPeer(mac net.HardwareAddr) bool {

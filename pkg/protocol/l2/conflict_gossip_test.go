@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"testing"
+	"time"
 
 	l2resp "github.com/metal-ccm/metal-ccm/pkg/l2"
 	"github.com/metal-ccm/metal-ccm/pkg/l2/member"
@@ -17,7 +18,8 @@ func (f *fakeConflicts) ConflictsChanged() <-chan struct{} { return nil }
 
 // TestConflictsGossip: the agent's metadata carries fitness.go's fitness
 // with this node's MACs and its conflicts (at most MaxConflicts), sent
-// again only when something changed; the bound members' MACs are peers.
+// again only when something changed; the bound members' MACs are peers,
+// for peerMemory after they were last seen.
 func TestConflictsGossip(t *testing.T) {
 	mac := net.HardwareAddr{0x02, 0, 0, 0, 0, 1}
 	var sent []member.Fitness
@@ -50,8 +52,19 @@ func TestConflictsGossip(t *testing.T) {
 	if c.isPeer(other) {
 		t.Error("a peer before any round")
 	}
-	c.setPeers([]net.HardwareAddr{other})
+	now := time.Now()
+	c.setPeers([]net.HardwareAddr{other}, now)
 	if !c.isPeer(other) || c.isPeer(net.HardwareAddr{0x02, 0, 0, 0, 0, 3}) {
 		t.Error("peers not as the round gave them")
+	}
+	// A member gone (dead, cut off) stays a peer for a while: it may still
+	// answer for what another node takes over.
+	c.setPeers(nil, now.Add(peerMemory))
+	if !c.isPeer(other) {
+		t.Error("a member just gone is no longer a peer")
+	}
+	c.setPeers(nil, now.Add(peerMemory+time.Second))
+	if c.isPeer(other) {
+		t.Error("a member gone for longer than peerMemory is still a peer")
 	}
 }
