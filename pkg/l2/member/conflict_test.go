@@ -92,6 +92,20 @@ func TestMetaVersion3Limits(t *testing.T) {
 	if _, err := (meta{addresses: []netip.Addr{netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("2001:db8::1")}, fitness: full}).encode(); err != nil {
 		t.Errorf("the most MACs and conflicts: %v", err)
 	}
+	// Many prefixes: the conflicts give way first, then the MACs, and the
+	// fitness gets through.
+	crowded := full
+	for i := range 24 {
+		crowded.Reach = append(crowded.Reach, netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 1, byte(i)}), 64))
+	}
+	b, err := (meta{fitness: crowded}).encode()
+	if err != nil {
+		t.Fatalf("a crowded metadata: %v", err)
+	}
+	got, err := decodeMeta(b)
+	if err != nil || len(b) > 512 || len(got.fitness.Reach) != 24 || len(got.fitness.Conflicts) >= MaxConflicts {
+		t.Errorf("crowded: %d bytes, %v, %v; want every prefix, fewer conflicts, at most 512 bytes", len(b), got.fitness, err)
+	}
 	for i, b := range [][]byte{
 		{3, 0, 0, 0, 0},                         // MACs and conflicts missing
 		{3, 0, 0, 0, 0, 1, 2, 0},                // a MAC cut short

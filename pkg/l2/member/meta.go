@@ -52,13 +52,25 @@ func (m meta) encode() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if b, err = encodeConflicts(b, m.fitness); err != nil {
-		return nil, err
+	// Over memberlist's cap, the conflicts give way first, then the MACs:
+	// what the agent says of its node's fitness must get through, and a
+	// conflict not reported is still not answered by this node.
+	f := m.fitness
+	for {
+		all, err := encodeConflicts(b, f)
+		switch {
+		case err != nil:
+			return nil, err
+		case len(all) <= memberlist.MetaMaxSize:
+			return all, nil
+		case len(f.Conflicts) > 0:
+			f.Conflicts = f.Conflicts[:len(f.Conflicts)-1]
+		case len(f.MACs) > 0:
+			f.MACs = f.MACs[:len(f.MACs)-1]
+		default:
+			return nil, fmt.Errorf("%d addresses and %d prefixes take %d bytes of metadata, more than memberlist's %d", len(m.addresses), len(m.fitness.Reach), len(all), memberlist.MetaMaxSize)
+		}
 	}
-	if len(b) > memberlist.MetaMaxSize {
-		return nil, fmt.Errorf("%d addresses and %d prefixes take %d bytes of metadata, more than memberlist's %d", len(m.addresses), len(m.fitness.Reach), len(b), memberlist.MetaMaxSize)
-	}
-	return b, nil
 }
 
 func decodeMeta(b []byte) (meta, error) {
