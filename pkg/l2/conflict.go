@@ -18,7 +18,9 @@ import (
 // of the cluster whose MAC this node does not know (an agent of an earlier
 // release, in the middle of a takeover), which has stopped by then; a
 // confirmed conflict is reported (Conflicts), and probed again every
-// Reprobe until no host answers, when the address is answered again.
+// Reprobe until no host answers, when the address is answered again. Every
+// answered address is probed every Reprobe too (audit), for the hosts that
+// hold one without announcing it.
 const (
 	ConfirmAfter = 2 * time.Second
 	Reprobe      = 30 * time.Second
@@ -47,7 +49,7 @@ type sighting struct {
 	ifc iface
 }
 
-// foreign reports whether mac is neither one of this node's interfaces nor
+// foreignLocked reports whether mac is neither one of this node's interfaces nor
 // another node's of the cluster (Options.Peer): a message without a MAC is
 // foreign, since the cluster's always carry one. The caller holds the lock.
 func (r *Responder) foreignLocked(mac net.HardwareAddr) bool {

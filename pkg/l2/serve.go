@@ -24,8 +24,8 @@ func (r *Responder) serveARP(log logr.Logger, l *link, c *arpConn) {
 			continue
 		}
 		r.mu.RLock()
-		if c, ok := arpClaim(frame); ok {
-			r.sightedLocked(l, c)
+		if cl, ok := arpClaim(frame); ok {
+			r.sightedLocked(l, cl)
 		}
 		reply, dst, ok := arpReply(l.ifc.HardwareAddr, frame, l.has)
 		if ok {
@@ -54,8 +54,8 @@ func (r *Responder) serveNDP(log logr.Logger, l *link, c *ndpConn) {
 			continue
 		}
 		r.mu.RLock()
-		if c, ok := ndpClaim(l.ifc.Index, m, cm); ok {
-			r.sightedLocked(l, c)
+		if cl, ok := ndpClaim(l.ifc.Index, m, cm); ok {
+			r.sightedLocked(l, cl)
 		}
 		na, dst, ok := ndpReply(l.ifc.HardwareAddr, l.ifc.Index, m, cm, src, l.has)
 		if ok {
