@@ -42,6 +42,7 @@ type conflicts struct {
 	held    []member.Conflict
 	sent    *member.Fitness // the last gossiped
 	macsErr string          // the last error of macs, logged once
+	over    bool            // more conflicts than reported, logged once
 
 	peersMu sync.Mutex
 	seen    map[string]time.Time               // MAC -> when last gossiped by a bound member
@@ -74,18 +75,20 @@ func (c *conflicts) update(ctx context.Context) {
 	found := c.source.Conflicts()
 	c.count.Store(int64(len(found)))
 	held := make([]member.Conflict, 0, min(len(found), member.MaxConflicts))
-	for _, f := range found {
-		if len(held) == member.MaxConflicts {
-			// This node answers none of them all the same; another node
-			// that takes one over finds the conflict in its turn.
-			logger.Info("More address conflicts than the membership carries: reporting the first ones", "conflicts", len(found), "reported", member.MaxConflicts)
-			break
-		}
+	for _, f := range found[:min(len(found), member.MaxConflicts)] {
 		held = append(held, member.Conflict{Addr: f.Addr, MAC: f.MAC})
 	}
 	macs, err := c.macs()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if over := len(found) > member.MaxConflicts; over != c.over {
+		c.over = over
+		if over {
+			// This node answers none of them all the same; another node
+			// that takes one over finds the conflict in its turn.
+			logger.Info("More address conflicts than the membership carries: reporting the first ones", "conflicts", len(found), "reported", member.MaxConflicts)
+		}
+	}
 	if msg := errString(err); msg != c.macsErr {
 		c.macsErr = msg
 		if err != nil {
