@@ -46,6 +46,10 @@ func l2() row {
 		upDown("L2 nodes forwarding", "Whether each agent's node passes its kube-proxy health check. A node that fails it answers for no L2 address while another candidate can.",
 			bad("kube-proxy failing"), good("forwards"), 6,
 			query{agent("metal_ccm_agent_l2_node_forwards"), "{{instance}}"}),
+		series("L2 address conflicts", "L2 addresses held by a host outside the cluster, as each agent found them (a probe answered by a foreign MAC) and as each replica's observer sees the agents report them. No node answers them until that host lets them go; the Service has a Warning Event L2AddressConflict naming the host's MAC.",
+			look{unit: "short", min: ptr(0.0), span: 12},
+			query{agent("metal_ccm_agent_l2_address_conflicts"), "agent {{instance}}"},
+			query{ccm("metal_ccm_l2_address_conflicts"), "replica {{instance}}"}),
 	}}
 }
 

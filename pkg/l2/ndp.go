@@ -15,7 +15,8 @@ import (
 var allNodes = netip.MustParseAddr("ff02::1")
 
 // ndpConn is a raw ICMPv6 socket for one interface that sees only
-// Neighbor Solicitations. It is bound to no address of the interface (a
+// Neighbor Solicitations and Advertisements (the latter for the conflicts
+// of conflict.go). It is bound to no address of the interface (a
 // link-local one may still be tentative when the first LoadBalancer
 // address arrives), so it hears every interface: the reader keeps to its
 // own by the packet's interface index.
@@ -38,6 +39,7 @@ func openNDP(ifc iface) (*ndpConn, error) {
 	var f ipv6.ICMPFilter
 	f.SetAll(true)
 	f.Accept(ipv6.ICMPTypeNeighborSolicitation)
+	f.Accept(ipv6.ICMPTypeNeighborAdvertisement)
 	if err := c.SetICMPFilter(&f); err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("filter NDP socket on %s: %w", ifc.Name, err)
@@ -143,8 +145,8 @@ func advertisement(mac net.HardwareAddr, target netip.Addr, solicited bool) *ndp
 // solicitations with hop limit 255 (sent on the link, RFC 4861 7.1.1) whose
 // target is an address answered here get an answer: Solicited and Override
 // set, with our MAC as the target link-layer address, sent to the
-// solicitor, or to all nodes when the solicitor has no address yet
-// (Duplicate Address Detection).
+// solicitor; or, when the solicitor has no address yet (Duplicate Address
+// Detection), to all nodes, neither Solicited nor Override.
 func ndpReply(mac net.HardwareAddr, index int, m ndp.Message, cm *ipv6.ControlMessage, src netip.Addr, ours func(netip.Addr) bool) (na *ndp.NeighborAdvertisement, dst netip.Addr, ok bool) {
 	ns, isNS := m.(*ndp.NeighborSolicitation)
 	if !isNS || cm == nil || cm.IfIndex != index || cm.HopLimit != ndp.HopLimit {
@@ -154,7 +156,16 @@ func ndpReply(mac net.HardwareAddr, index int, m ndp.Message, cm *ipv6.ControlMe
 		return nil, netip.Addr{}, false
 	}
 	if src.WithZone("").IsUnspecified() {
-		return advertisement(mac, ns.TargetAddress, false), allNodes, true
+		// Without Override: the answer tells a host doing Duplicate Address
+		// Detection that the address is taken (any advertisement does), and
+		// must not move the caches of every host on the link to this node.
+		// The prober may be the node taking the address over from this one
+		// (conflict.go's probes), whose announcements follow: an
+		// overriding answer, multicast to all, would point the clients back
+		// here for the seconds until its repeats.
+		na := advertisement(mac, ns.TargetAddress, false)
+		na.Override = false
+		return na, allNodes, true
 	}
 	return advertisement(mac, ns.TargetAddress, true), src, true
 }

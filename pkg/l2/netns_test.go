@@ -109,13 +109,26 @@ func ipCmd(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-// start runs a Responder for the node namespace until the test ends.
+// start runs a Responder for the node namespace until the test ends. Run
+// is called in the namespace: the probes of its conflicts open their
+// sockets there.
 func (s *segment) start(t *testing.T, opts Options) *Responder {
 	t.Helper()
-	r := New(opts)
+	return s.run(t, New(opts))
+}
+
+// run runs r in the node namespace until the test ends.
+func (s *segment) run(t *testing.T, r *Responder) *Responder {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
+	go func() {
+		var runErr error
+		if err := framework.RunInNetNS(s.node, func() error { runErr = r.Run(ctx); return nil }); err != nil {
+			runErr = err
+		}
+		done <- runErr
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -203,17 +216,8 @@ func (s *segment) resolve(t *testing.T, addr netip.Addr, wait time.Duration) (ne
 		if !na.Solicited || !na.Override {
 			t.Errorf("advertisement for %s: Solicited %v, Override %v; want both", addr, na.Solicited, na.Override)
 		}
-		return targetLLA(na), nil
+		return targetLinkLayer(na), nil
 	}
-}
-
-func targetLLA(na *ndp.NeighborAdvertisement) net.HardwareAddr {
-	for _, o := range na.Options {
-		if lla, ok := o.(*ndp.LinkLayerAddress); ok && lla.Direction == ndp.Target {
-			return lla.Addr
-		}
-	}
-	return nil
 }
 
 // eventuallyResolves asks until the node's MAC comes back for addr, for at

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"sync"
@@ -38,6 +39,11 @@ type Options struct {
 	// addresses and back (then nothing tells this node to announce, and a
 	// client whose traffic the other node still forwards never asks again).
 	Refresh time.Duration
+	// Peer reports whether a MAC is another node's of the cluster (the
+	// agents gossip theirs): its claims for an address are the cluster's
+	// own double answer during a takeover, which the membership settles,
+	// not a conflict. Nil: every MAC but this node's is foreign.
+	Peer func(net.HardwareAddr) bool
 }
 
 // DefaultRefresh is the node agent's Options.Refresh: a packet per address
@@ -56,11 +62,25 @@ type Responder struct {
 	// list reads the interfaces; a field so that a test can give its own.
 	list func() ([]iface, error)
 
+	// setMu orders SetAddresses, which probes without holding mu.
+	setMu   sync.Mutex
 	mu      sync.RWMutex
 	links   map[int]*link               // by interface index
 	answers map[netip.Addr]map[int]bool // address -> interface indexes
 	closed  bool
 	running bool
+	// desired are the interfaces of each address SetAddresses asked for,
+	// answered or not (in conflict).
+	desired map[netip.Addr][]iface
+	// own are the MACs of this node's interfaces, as last listed.
+	own       []net.HardwareAddr
+	conflicts map[netip.Addr]*conflict
+	sightings chan sighting
+	// confirmAfter and reprobeEvery are ConfirmAfter and Reprobe; fields
+	// so that a test need not wait as long.
+	confirmAfter, reprobeEvery time.Duration
+	// conflictsChanged is told when the confirmed conflicts change.
+	conflictsChanged chan struct{}
 
 	done  chan struct{} // closed when Run ends: stops the repeats
 	wg    sync.WaitGroup
@@ -70,11 +90,17 @@ type Responder struct {
 // New returns a Responder that answers for no address yet.
 func New(opts Options) *Responder {
 	return &Responder{
-		opts:    Options{Interfaces: slices.Clone(opts.Interfaces), Refresh: opts.Refresh},
-		list:    listInterfaces,
-		links:   map[int]*link{},
-		answers: map[netip.Addr]map[int]bool{},
-		done:    make(chan struct{}),
+		opts:             Options{Interfaces: slices.Clone(opts.Interfaces), Refresh: opts.Refresh, Peer: opts.Peer},
+		list:             listInterfaces,
+		links:            map[int]*link{},
+		answers:          map[netip.Addr]map[int]bool{},
+		desired:          map[netip.Addr][]iface{},
+		conflicts:        map[netip.Addr]*conflict{},
+		sightings:        make(chan sighting, 64),
+		conflictsChanged: make(chan struct{}, 1),
+		confirmAfter:     ConfirmAfter,
+		reprobeEvery:     Reprobe,
+		done:             make(chan struct{}),
 	}
 }
 
@@ -103,11 +129,14 @@ func (r *Responder) Addresses() []Announced {
 	return out
 }
 
-// SetAddresses makes the set of addresses answered for exactly addrs.
+// SetAddresses makes the set of addresses answered for exactly addrs,
+// but for those in conflict with a host outside the cluster (conflict.go).
 // Addresses no longer in it stop being answered before it returns. Each new
-// one is announced (gratuitous ARP, unsolicited Neighbor Advertisement) on
-// each of its interfaces before it returns, and again twice over the next
-// 2 s.
+// one is first probed on each of its interfaces (an ARP Probe, a Duplicate
+// Address Detection solicitation; all at once, ProbeWindow in all): one
+// that a foreign host claims is not answered. The others are announced
+// (gratuitous ARP, unsolicited Neighbor Advertisement) on each of their
+// interfaces before it returns, and again twice over the next 2 s.
 //
 // An address that cannot be answered (no interface for it, wrapping
 // ErrNoInterface; a missing named interface, wrapping ErrInterfaceNotFound;
@@ -116,19 +145,70 @@ func (r *Responder) Addresses() []Announced {
 // address that was answered and still is keeps being answered even if the
 // interfaces cannot be read this time.
 func (r *Responder) SetAddresses(ctx context.Context, addrs []netip.Addr) error {
-	log := klog.FromContext(ctx)
 	want, errs := normalize(addrs)
+	r.setMu.Lock()
+	defer r.setMu.Unlock()
 
+	fresh, errs, err := r.plan(ctx, want, errs)
+	if err != nil {
+		return err
+	}
+	// The probes run without the lock: the sockets keep answering the
+	// addresses kept meanwhile.
+	found := r.probeFresh(ctx, fresh)
+
+	log := klog.FromContext(ctx)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return ErrClosed
+	}
+	now := time.Now()
+	for _, f := range fresh {
+		if r.answers[f.addr][f.ifc.Index] || r.conflicts[f.addr] != nil {
+			continue
+		}
+		if mac, held := found[f.ifc.Index][f.addr]; held {
+			r.suspectLocked(log, f.addr, mac, f.ifc, now)
+			continue
+		}
+		if err := r.addLocked(ctx, f.addr, f.ifc); err != nil {
+			errs = append(errs, fmt.Errorf("l2: %s on %s: %w", f.addr, f.ifc.Name, err))
+			continue
+		}
+		log.V(2).Info("Answering", "address", f.addr, "interface", f.ifc.Name)
+	}
+	return errors.Join(errs...)
+}
+
+// fresh is an address to answer on an interface where it is not answered
+// yet: probed first.
+type fresh struct {
+	addr netip.Addr
+	ifc  iface
+}
+
+// plan reads the interfaces, stops answering what is no longer wanted and
+// returns what is to be answered anew. Addresses in conflict are left out.
+func (r *Responder) plan(ctx context.Context, want []netip.Addr, errs []error) ([]fresh, []error, error) {
+	log := klog.FromContext(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, nil, ErrClosed
 	}
 
 	ifaces, listErr := r.list()
 	desired := map[netip.Addr][]iface{}
 	if listErr != nil {
 		errs = append(errs, fmt.Errorf("l2: addresses kept as they were: %w", listErr))
+	} else {
+		r.own = r.own[:0]
+		for _, ifc := range ifaces {
+			if ifc.ethernet() {
+				r.own = append(r.own, ifc.HardwareAddr)
+			}
+		}
 	}
 	for _, addr := range want {
 		if listErr != nil {
@@ -139,6 +219,9 @@ func (r *Responder) SetAddresses(ctx context.Context, addrs []netip.Addr) error 
 			errs = append(errs, fmt.Errorf("l2: %w", err))
 		}
 		desired[addr] = sel
+	}
+	if listErr == nil {
+		r.desired = desired
 	}
 
 	// Removals first, so that an address stops being answered whatever
@@ -163,19 +246,49 @@ func (r *Responder) SetAddresses(ctx context.Context, addrs []netip.Addr) error 
 		}
 	}
 
+	var out []fresh
 	for _, addr := range want {
+		if r.conflicts[addr] != nil {
+			continue // another host holds it: its re-probes answer it again
+		}
 		for _, ifc := range desired[addr] {
-			if r.answers[addr][ifc.Index] {
-				continue
+			if !r.answers[addr][ifc.Index] {
+				out = append(out, fresh{addr: addr, ifc: ifc})
 			}
-			if err := r.addLocked(ctx, addr, ifc); err != nil {
-				errs = append(errs, fmt.Errorf("l2: %s on %s: %w", addr, ifc.Name, err))
-				continue
-			}
-			log.V(2).Info("Answering", "address", addr, "interface", ifc.Name)
 		}
 	}
-	return errors.Join(errs...)
+	return out, errs, nil
+}
+
+// probeFresh probes the fresh addresses, every interface at once, and
+// returns the claims found on each interface (by index). A probe that
+// fails is logged and claims nothing: no probe is no reason to leave an
+// address unanswered.
+func (r *Responder) probeFresh(ctx context.Context, fresh []fresh) map[int]map[netip.Addr]net.HardwareAddr {
+	byIfc := map[int][]netip.Addr{}
+	ifcs := map[int]iface{}
+	for _, f := range fresh {
+		byIfc[f.ifc.Index] = append(byIfc[f.ifc.Index], f.addr)
+		ifcs[f.ifc.Index] = f.ifc
+	}
+	out := make(map[int]map[netip.Addr]net.HardwareAddr, len(byIfc))
+	if len(byIfc) == 0 {
+		return out
+	}
+	// One probe per interface, each on its own goroutine once its sockets
+	// are open (probe opens them on the calling thread, in its namespace).
+	waits := make(map[int]func() (map[netip.Addr]net.HardwareAddr, error), len(byIfc))
+	for idx, addrs := range byIfc {
+		waits[idx] = startProbe(ctx, ifcs[idx], addrs, ProbeWindow, r.foreign)
+	}
+	for idx, wait := range waits {
+		found, err := wait()
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Probing addresses; taken as free", "interface", ifcs[idx].Name)
+		}
+		out[idx] = found
+	}
+	return out
 }
 
 // Announce sends the gratuitous packets again (the first now, the repeats
@@ -290,6 +403,9 @@ func (r *Responder) linkName(idx int) string {
 }
 
 // Run waits until ctx ends, then stops answering and closes every socket.
+// Meanwhile it handles the conflicts: the claims the sockets read, and the
+// probes of the addresses in conflict, which open their sockets in the
+// network namespace of the thread Run is called on.
 // SetAddresses may be called before Run; after Run has returned it fails
 // with ErrClosed.
 func (r *Responder) Run(ctx context.Context) error {
@@ -307,12 +423,27 @@ func (r *Responder) Run(ctx context.Context) error {
 		defer t.Stop()
 		refresh = t.C
 	}
+	// The conflicts are looked at every second: a probe is due at most
+	// that late.
+	conflicts := time.NewTicker(min(time.Second, r.confirmAfter))
+	defer conflicts.Stop()
+	// Every answered address is probed every reprobeEvery too, for the
+	// foreign hosts that hold one silently.
+	audit := time.NewTicker(r.reprobeEvery)
+	defer audit.Stop()
+	log := klog.FromContext(ctx)
 	for done := false; !done; {
 		select {
 		case <-ctx.Done():
 			done = true
 		case <-refresh:
-			r.refresh(klog.FromContext(ctx))
+			r.refresh(log)
+		case s := <-r.sightings:
+			r.sighted(log, s)
+		case <-conflicts.C:
+			r.reprobe(ctx, log)
+		case <-audit.C:
+			r.audit(ctx, log)
 		}
 	}
 	klog.FromContext(ctx).V(2).Info("Stopping the L2 responder")

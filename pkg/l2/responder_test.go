@@ -205,7 +205,7 @@ func countUnsolicitedNA(c *ndp.Conn, mac net.HardwareAddr, addr netip.Addr) int 
 			return n
 		}
 		na, ok := m.(*ndp.NeighborAdvertisement)
-		if ok && na.TargetAddress == addr && !na.Solicited && na.Override && slices.Equal(targetLLA(na), mac) {
+		if ok && na.TargetAddress == addr && !na.Solicited && na.Override && slices.Equal(targetLinkLayer(na), mac) {
 			n++
 		}
 	}

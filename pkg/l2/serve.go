@@ -11,7 +11,8 @@ import (
 // interface went down, say), so that a lasting fault does not spin.
 const readRetry = time.Second
 
-// serveARP answers the ARP requests that c receives until c is closed.
+// serveARP answers the ARP requests that c receives until c is closed, and
+// passes on the claims of foreign hosts for the addresses it answers.
 func (r *Responder) serveARP(log logr.Logger, l *link, c *arpConn) {
 	buf := make([]byte, 1514)
 	for {
@@ -23,6 +24,9 @@ func (r *Responder) serveARP(log logr.Logger, l *link, c *arpConn) {
 			continue
 		}
 		r.mu.RLock()
+		if cl, ok := arpClaim(frame); ok {
+			r.sightedLocked(l, cl)
+		}
 		reply, dst, ok := arpReply(l.ifc.HardwareAddr, frame, l.has)
 		if ok {
 			if err := c.write(reply, dst); err != nil {
@@ -37,7 +41,8 @@ func (r *Responder) serveARP(log logr.Logger, l *link, c *arpConn) {
 }
 
 // serveNDP answers the Neighbor Solicitations that c receives until c is
-// closed.
+// closed, and passes on the advertisements of foreign hosts for the
+// addresses it answers.
 func (r *Responder) serveNDP(log logr.Logger, l *link, c *ndpConn) {
 	buf := make([]byte, max(l.ifc.MTU, 1500))
 	for {
@@ -49,6 +54,9 @@ func (r *Responder) serveNDP(log logr.Logger, l *link, c *ndpConn) {
 			continue
 		}
 		r.mu.RLock()
+		if cl, ok := ndpClaim(l.ifc.Index, m, cm); ok {
+			r.sightedLocked(l, cl)
+		}
 		na, dst, ok := ndpReply(l.ifc.HardwareAddr, l.ifc.Index, m, cm, src, l.has)
 		if ok {
 			if err := c.write(na, dst); err != nil {

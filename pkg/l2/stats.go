@@ -7,6 +7,8 @@ import "sync/atomic"
 type Stats struct {
 	IPv4 FamilyStats
 	IPv6 FamilyStats
+	// Conflicts counts the confirmed address conflicts.
+	Conflicts uint64
 }
 
 // FamilyStats counts one family's packets: replies are answers to ARP
@@ -20,11 +22,13 @@ type FamilyStats struct {
 type stats struct {
 	arpReplies, arpGratuitous atomic.Uint64
 	ndpReplies, ndpGratuitous atomic.Uint64
+	conflicts                 atomic.Uint64
 }
 
 func (s *stats) snapshot() Stats {
 	return Stats{
-		IPv4: FamilyStats{Replies: s.arpReplies.Load(), Gratuitous: s.arpGratuitous.Load()},
-		IPv6: FamilyStats{Replies: s.ndpReplies.Load(), Gratuitous: s.ndpGratuitous.Load()},
+		IPv4:      FamilyStats{Replies: s.arpReplies.Load(), Gratuitous: s.arpGratuitous.Load()},
+		IPv6:      FamilyStats{Replies: s.ndpReplies.Load(), Gratuitous: s.ndpGratuitous.Load()},
+		Conflicts: s.conflicts.Load(),
 	}
 }

@@ -44,6 +44,10 @@ const (
 	// ReasonNoSessionUp: nodes carry it, but no session with a peer that
 	// gets it is established.
 	ReasonNoSessionUp = "NoSessionUp"
+	// ReasonL2AddressConflict: a host outside the cluster holds an L2
+	// address (a node agent's probe found it), so no node answers it; the
+	// L2 leader records a Warning Event of the same reason.
+	ReasonL2AddressConflict = "L2AddressConflict"
 )
 
 // Reason for the event written when the summary changes.
@@ -70,11 +74,16 @@ type Announcement struct {
 	// Peers get it by policy (BGP); PeersUp of them have an established
 	// session. Unknown (nil, nil) with BGPFromNodes: the agents' sessions.
 	Peers, PeersUp []string
+	// Conflict (L2) names the host outside the cluster that holds the
+	// address, by its MAC ("unknown" when not known); empty: none does.
+	Conflict string
 }
 
 // Reason is why the address is not announced, or ReasonAnnounced.
 func (a *Announcement) Reason() string {
 	switch {
+	case a.Conflict != "":
+		return ReasonL2AddressConflict
 	case a.Protocol == BGP && len(a.Peers) == 0:
 		return ReasonNotSentToAnyPeer
 	case len(a.Nodes) == 0:
@@ -100,7 +109,9 @@ func (a *Announcement) String() string {
 	fmt.Fprintf(&b, "%s %s", a.Addr, a.Protocol)
 	switch a.Protocol {
 	case L2:
-		if len(a.Nodes) == 0 {
+		if a.Conflict != "" {
+			fmt.Fprintf(&b, " answered by no node: held by a host outside the cluster (MAC %s)", a.Conflict)
+		} else if len(a.Nodes) == 0 {
 			b.WriteString(" answered by no node")
 		} else {
 			fmt.Fprintf(&b, " answered by %s", names(a.Nodes))

@@ -40,6 +40,8 @@ func TestAnnouncement(t *testing.T) {
 			ReasonAnnounced, "198.18.100.1 L2 answered by n2"},
 		{"l2 nobody", Announcement{Addr: v4, Protocol: L2},
 			ReasonNoEligibleNode, "198.18.100.1 L2 answered by no node"},
+		{"l2 conflict", Announcement{Addr: v4, Protocol: L2, Conflict: "02:00:00:00:00:0f"},
+			ReasonL2AddressConflict, "198.18.100.1 L2 answered by no node: held by a host outside the cluster (MAC 02:00:00:00:00:0f)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.a.Reason(); got != tc.reason {
@@ -74,6 +76,8 @@ func TestConditions(t *testing.T) {
 			cond{metav1.ConditionTrue, ReasonAllocated}, &cond{metav1.ConditionTrue, ReasonAnnounced}},
 		{"one family down", State{Addresses: []netip.Addr{v4, v6}, Announcements: []Announcement{up, down}, Known: true},
 			cond{metav1.ConditionTrue, ReasonAllocated}, &cond{metav1.ConditionFalse, ReasonNoSessionUp}},
+		{"l2 conflict", State{Addresses: []netip.Addr{v4}, Announcements: []Announcement{{Addr: v4, Protocol: L2, Conflict: "unknown"}}, Known: true},
+			cond{metav1.ConditionTrue, ReasonAllocated}, &cond{metav1.ConditionFalse, ReasonL2AddressConflict}},
 		{"no protocol", State{Addresses: []netip.Addr{v4}, Known: true},
 			cond{metav1.ConditionTrue, ReasonAllocated}, &cond{metav1.ConditionFalse, ReasonNotSentToAnyPeer}},
 		{"an address in no pool", State{Addresses: []netip.Addr{v4, v6}, Pools: []string{"p", ""}, Announcements: []Announcement{up}, Known: true},

@@ -150,6 +150,10 @@ func TestL2Agents(t *testing.T) {
 		}
 		setIngress(t, svc, vips)
 	})
+
+	t.Run("a host outside the cluster takes an address: a Warning Event, the nodes leave it until it is gone", func(t *testing.T) {
+		testL2Conflict(t, lab, svc, vips[0], cfg)
+	})
 }
 
 // l2Fault is where a fault test of vip starts: the node answering for it

@@ -57,9 +57,20 @@ func (cp *ControlPlane) RelayAPIServerOn(netns string, port int) (*Relay, error)
 // WriteKubeconfig writes a kubeconfig for clients in the namespace: the
 // relay's address and the given user and token.
 func (r *Relay) WriteKubeconfig(path, user, token string) error {
-	c := *r.cp
-	c.URL = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(r.port))
+	return r.cp.writeRelayKubeconfig(path, user, token, r.port)
+}
+
+func (cp *ControlPlane) writeRelayKubeconfig(path, user, token string, port int) error {
+	c := *cp
+	c.URL = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	return c.WriteKubeconfig(path, user, token)
+}
+
+// WriteRelayAdminKubeconfig writes a kubeconfig with the admin's token for
+// clients in a namespace that has a relay already (a CCM replica run beside
+// a lab node's agent).
+func (cp *ControlPlane) WriteRelayAdminKubeconfig(path string) error {
+	return cp.writeRelayKubeconfig(path, "admin", cp.adminToken, APIPort)
 }
 
 // Close stops accepting; connections in flight end with their peers.

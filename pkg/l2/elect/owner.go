@@ -44,6 +44,9 @@ type Choice struct {
 	// live members do not.
 	Members []member.Member
 	Ignored int
+	// Conflicts are the addresses bound members report in use by a host
+	// outside the cluster: none of them has an owner.
+	Conflicts map[netip.Addr]Conflict
 }
 
 // Choose decides who answers for each address: among its candidates whose
@@ -55,7 +58,8 @@ type Choice struct {
 // expected agents alive: an agent cut off from the others sees a minority
 // and falls silent, so two nodes answer for one address only until the
 // membership has told the majority side and the cut-off agent, both within
-// the detection time.
+// the detection time. An address that a bound member reports in conflict
+// with a host outside the cluster has no owner.
 func Choose(v View) Choice {
 	bound := Bound(v.Alive, v.Expected)
 	names := make([]string, len(bound))
@@ -71,7 +75,7 @@ func Choose(v View) Choice {
 		}
 	}
 	c := Choice{Quorum: member.HasQuorum(names, expected), Owners: make(map[netip.Prefix]netip.Addr, len(v.Candidates)),
-		Members: bound, Ignored: len(v.Alive) - len(bound)}
+		Members: bound, Ignored: len(v.Alive) - len(bound), Conflicts: conflicts(bound)}
 	nodeAddrs := map[netip.Addr]bool{}
 	for _, addrs := range v.Expected {
 		for _, a := range addrs {
@@ -82,6 +86,11 @@ func Choose(v View) Choice {
 		if nodeAddrs[p.Addr().Unmap()] {
 			// A node's own address: its kernel answers for it, and an
 			// agent answering too would make two hosts answer.
+			continue
+		}
+		if _, ok := c.Conflicts[p.Addr().Unmap()]; ok {
+			// Another host uses it: a node that answered too would split
+			// the clients between them.
 			continue
 		}
 		owner, ok := rendezvous.Owner(p, fit(p.Addr(), hops, live))

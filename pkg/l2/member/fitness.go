@@ -1,7 +1,9 @@
 package member
 
 import (
+	"bytes"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 )
@@ -25,6 +27,14 @@ type Fitness struct {
 	// (those that overlap an L2 pool): it can answer for an address they
 	// contain. Unused with AnyAddress.
 	Reach []netip.Prefix
+	// MACs are the hardware addresses of the node's interfaces that answer
+	// (at most MaxMACs): a claim for an address from one of them is the
+	// cluster's own double answer during a takeover, not a conflict.
+	MACs []net.HardwareAddr
+	// Conflicts are the addresses this node found in use by a host outside
+	// the cluster (at most MaxConflicts): no node answers them while a
+	// bound member reports them (conflict.go).
+	Conflicts []Conflict
 }
 
 // Fit is the fitness of a member that says nothing of it (an agent of an
@@ -46,7 +56,8 @@ func (f Fitness) Serves(addr netip.Addr) bool {
 
 // Equal reports whether f and o say the same.
 func (f Fitness) Equal(o Fitness) bool {
-	return f.Forwards == o.Forwards && f.AnyAddress == o.AnyAddress && slices.Equal(f.Reach, o.Reach)
+	return f.Forwards == o.Forwards && f.AnyAddress == o.AnyAddress && slices.Equal(f.Reach, o.Reach) &&
+		slices.EqualFunc(f.MACs, o.MACs, func(a, b net.HardwareAddr) bool { return bytes.Equal(a, b) }) && slices.EqualFunc(f.Conflicts, o.Conflicts, Conflict.Equal)
 }
 
 func (f Fitness) String() string {
@@ -54,7 +65,11 @@ func (f Fitness) String() string {
 	if f.AnyAddress {
 		reach = "any address"
 	}
-	return fmt.Sprintf("forwards=%t reach=%s", f.Forwards, reach)
+	out := fmt.Sprintf("forwards=%t reach=%s", f.Forwards, reach)
+	if len(f.Conflicts) > 0 {
+		out += fmt.Sprintf(" conflicts=%v", f.Conflicts)
+	}
+	return out
 }
 
 // Fitness flags in the metadata.
@@ -93,24 +108,25 @@ func encodeFitness(b []byte, f Fitness) ([]byte, error) {
 	return b, nil
 }
 
-// decodeFitness reads what encodeFitness wrote at the start of b.
-func decodeFitness(b []byte) (Fitness, error) {
+// decodeFitness reads what encodeFitness wrote at the start of b, and
+// returns what follows it.
+func decodeFitness(b []byte) (Fitness, []byte, error) {
 	if len(b) < 2 {
-		return Fitness{}, fmt.Errorf("%w: fitness of %d bytes", errMeta, len(b))
+		return Fitness{}, nil, fmt.Errorf("%w: fitness of %d bytes", errMeta, len(b))
 	}
 	f := Fitness{Forwards: b[0]&flagForwards != 0, AnyAddress: b[0]&flagAnyAddress != 0}
 	n, rest := int(b[1]), b[2:]
 	for range n {
 		if len(rest) < 1 || (rest[0] != 4 && rest[0] != 16) || len(rest) < 2+int(rest[0]) {
-			return Fitness{}, fmt.Errorf("%w: reach prefix %d of %d", errMeta, len(f.Reach)+1, n)
+			return Fitness{}, nil, fmt.Errorf("%w: reach prefix %d of %d", errMeta, len(f.Reach)+1, n)
 		}
 		a, _ := netip.AddrFromSlice(rest[1 : 1+rest[0]])
 		p, err := a.Prefix(int(rest[1+rest[0]]))
 		if err != nil { // more bits than the address has
-			return Fitness{}, fmt.Errorf("%w: reach prefix %d of %d: %d bits", errMeta, len(f.Reach)+1, n, rest[1+rest[0]])
+			return Fitness{}, nil, fmt.Errorf("%w: reach prefix %d of %d: %d bits", errMeta, len(f.Reach)+1, n, rest[1+rest[0]])
 		}
 		f.Reach = append(f.Reach, p)
 		rest = rest[2+rest[0]:]
 	}
-	return f, nil
+	return f, rest, nil
 }

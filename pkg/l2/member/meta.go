@@ -12,11 +12,12 @@ import (
 //
 //	version (1) | role (1) | address count (1) | count × (length 4 or 16, address)
 //	version 2 appends: fitness (encodeFitness)
+//	version 3 appends: MACs and conflicts (encodeConflicts)
 //
 // A later version only appends fields, so a reader takes the fields it
 // knows from any version at least its own: agents of two releases can run
 // side by side during a rolling update.
-const metaVersion = 2
+const metaVersion = 3
 
 // role is what a member is in the election.
 type role byte
@@ -51,10 +52,25 @@ func (m meta) encode() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > memberlist.MetaMaxSize {
-		return nil, fmt.Errorf("%d addresses and %d prefixes take %d bytes of metadata, more than memberlist's %d", len(m.addresses), len(m.fitness.Reach), len(b), memberlist.MetaMaxSize)
+	// Over memberlist's cap, the conflicts give way first, then the MACs:
+	// what the agent says of its node's fitness must get through, and a
+	// conflict not reported is still not answered by this node.
+	f := m.fitness
+	for {
+		all, err := encodeConflicts(b, f)
+		switch {
+		case err != nil:
+			return nil, err
+		case len(all) <= memberlist.MetaMaxSize:
+			return all, nil
+		case len(f.Conflicts) > 0:
+			f.Conflicts = f.Conflicts[:len(f.Conflicts)-1]
+		case len(f.MACs) > 0:
+			f.MACs = f.MACs[:len(f.MACs)-1]
+		default:
+			return nil, fmt.Errorf("%d addresses and %d prefixes take %d bytes of metadata, more than memberlist's %d", len(m.addresses), len(m.fitness.Reach), len(all), memberlist.MetaMaxSize)
+		}
 	}
-	return b, nil
 }
 
 func decodeMeta(b []byte) (meta, error) {
@@ -78,9 +94,14 @@ func decodeMeta(b []byte) (meta, error) {
 		m.fitness = Fit
 		return m, nil
 	}
-	f, err := decodeFitness(rest)
+	f, rest, err := decodeFitness(rest)
 	if err != nil {
 		return meta{}, err
+	}
+	if b[0] >= 3 {
+		if f.MACs, f.Conflicts, err = decodeConflicts(rest); err != nil {
+			return meta{}, err
+		}
 	}
 	m.fitness = f
 	return m, nil

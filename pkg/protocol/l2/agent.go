@@ -3,6 +3,7 @@ package l2
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"sync/atomic"
@@ -44,6 +45,7 @@ type agent struct {
 	members   *member.Members
 	responder *l2resp.Responder
 	fitness   *fitness
+	conflicts *conflicts
 
 	// For status and metrics, written by decide.
 	answering atomic.Int64
@@ -90,14 +92,18 @@ func (Protocol) Agent(ctx context.Context, cfg *config.CloudConfig, env protocol
 	if err != nil {
 		return nil, fmt.Errorf("L2 membership: %w", err)
 	}
-	responder := l2resp.New(l2resp.Options{Interfaces: l2cfg.Interfaces, Refresh: l2resp.DefaultRefresh})
+	inL2 := func(p netip.Prefix) bool { return cfg.LoadBalancer.PoolsOverlap(p, config.ProtocolL2) }
+	cg := newConflicts(func() ([]net.HardwareAddr, error) { return l2resp.ReachMACs(l2cfg.Interfaces, inL2, member.MaxMACs) },
+		func(f member.Fitness) error { return members.SetFitness(f, leaveTimeout) })
+	responder := l2resp.New(l2resp.Options{Interfaces: l2cfg.Interfaces, Refresh: l2resp.DefaultRefresh, Peer: cg.isPeer})
+	cg.source = responder
 	a := newAgent(self, members, responder, corelisters.NewNodeLister(env.Informers.Nodes.GetIndexer()), l2cfg)
-	a.members, a.responder = members, responder
+	a.members, a.responder, a.conflicts = members, responder, cg
 	a.fitness = newFitness(healthChecks(cfg), netip.AddrPortFrom(bind, cfg.HealthChecks.Port),
 		func() (bool, []netip.Prefix, error) {
 			return l2resp.Reach(l2cfg.Interfaces, func(p netip.Prefix) bool { return cfg.LoadBalancer.PoolsOverlap(p, config.ProtocolL2) })
 		},
-		func(f member.Fitness) error { return members.SetFitness(f, leaveTimeout) })
+		cg.setFitness)
 	a.fitness.stale = env.ViewStale
 	// Every eligible node of each address, up to the most the announcer
 	// keeps: the owner is chosen among those of them whose agent is alive.
@@ -124,6 +130,7 @@ func (a *agent) Run(ctx context.Context) {
 	}()
 	go a.ann.Run(ctx)
 	go a.fitness.Run(ctx)
+	go a.conflicts.Run(ctx)
 	a.answer(ctx)
 	if err := a.members.Leave(leaveTimeout); err != nil {
 		logger.V(2).Info("Leaving the L2 membership", "err", err)
@@ -148,6 +155,9 @@ func (a *agent) decide(ctx context.Context, r elect.Round) {
 	a.quorum.Store(c.Quorum)
 	a.seen.Store(int64(len(alive)))
 	a.ignored.Store(int64(c.Ignored))
+	if a.conflicts != nil {
+		a.conflicts.setPeers(elect.MACs(c.Members), time.Now())
+	}
 	for _, addr := range c.Mine {
 		if !slices.Contains(a.mine, addr) {
 			a.takeovers.Add(1)
@@ -242,6 +252,7 @@ func (a *agent) Collect(ch chan<- metrics.Metric) {
 		forwards = 1
 	}
 	ch <- metrics.NewLazyConstMetric(descForwards, metrics.GaugeValue, forwards)
+	ch <- metrics.NewLazyConstMetric(descAgentConflicts, metrics.GaugeValue, float64(a.conflicts.count.Load()))
 }
 
 // errString is err's text, "" for nil.

@@ -14,11 +14,17 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/annotation"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/protocol"
+	"github.com/metal-ccm/metal-ccm/pkg/svcstatus"
 )
 
 // ReasonL2NodeChanged is the Event of a Service whose L2 address another
 // node now answers for.
 const ReasonL2NodeChanged = "L2NodeChanged"
+
+// ReasonL2AddressConflict is the Warning Event of a Service whose L2
+// address a host outside the cluster holds (the reason of its Announced
+// condition too).
+const ReasonL2AddressConflict = svcstatus.ReasonL2AddressConflict
 
 // resync bounds how long a Service the writer missed (a write that failed)
 // waits for its annotation.
@@ -26,11 +32,13 @@ const resync = 30 * time.Second
 
 // Lead keeps annotation.L2Nodes of every served Service with L2 addresses
 // equal to what the observer shows, and records an Event when the node of
-// an address changes, until ctx ends.
+// an address changes, and a Warning when a host outside the cluster holds
+// one (conflictEvents), until ctx ends.
 func (o *observer) Lead(ctx context.Context, env protocol.LeaderEnv) {
 	logger := logger(ctx)
 	tick := time.NewTicker(resync)
 	defer tick.Stop()
+	warned := map[conflictKey]string{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -43,6 +51,7 @@ func (o *observer) Lead(ctx context.Context, env protocol.LeaderEnv) {
 			continue
 		}
 		lb := env.Config().LoadBalancer
+		o.conflictEvents(list, &lb, env, warned)
 		for _, svc := range list {
 			if !o.wants(svc) {
 				continue

@@ -32,12 +32,12 @@ func (Protocol) Unknown(addr netip.Addr) (svcstatus.Announcement, bool) {
 	return svcstatus.Announcement{Addr: addr, Protocol: svcstatus.L2}, false
 }
 
-// ReplicaMetrics: the observer reports nothing of its own.
-func (Protocol) ReplicaMetrics() []*metrics.Desc { return nil }
+// ReplicaMetrics: the addresses in conflict, as the observer sees them.
+func (Protocol) ReplicaMetrics() []*metrics.Desc { return []*metrics.Desc{descConflicts} }
 
 // AgentMetrics are the agent's answered addresses, takeovers and view.
 func (Protocol) AgentMetrics() []*metrics.Desc {
-	return []*metrics.Desc{descAnswering, descTakeovers, descMembers, descMajority, descIgnored, descForwards}
+	return []*metrics.Desc{descAnswering, descTakeovers, descMembers, descMajority, descIgnored, descForwards, descAgentConflicts}
 }
 
 // OutputAnnotations: which node answers for each L2 address.

@@ -38,10 +38,13 @@ type observer struct {
 	services corelisters.ServiceLister
 	wants    func(*v1.Service) bool
 
-	mu      sync.Mutex
-	owners  map[netip.Addr]string // address -> node name; set while the view has a majority
-	known   bool                  // owners was computed from a majority view at least once
-	changed chan struct{}         // to the leader's annotation writer, coalescing
+	mu     sync.Mutex
+	owners map[netip.Addr]string // address -> node name; set while the view has a majority
+	// conflicts are the addresses the agents report held by a host outside
+	// the cluster, with the last majority view.
+	conflicts map[netip.Addr]elect.Conflict
+	known     bool          // owners was computed from a majority view at least once
+	changed   chan struct{} // to the leader's annotation writer, coalescing
 	// statusChanged: the same, to the Service status writer.
 	statusChanged chan struct{}
 }
@@ -142,10 +145,10 @@ func (o *observer) decide(_ context.Context, r elect.Round) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.known && maps.Equal(owners, o.owners) {
+	if o.known && maps.Equal(owners, o.owners) && sameConflicts(r.Choice.Conflicts, o.conflicts) {
 		return
 	}
-	o.owners, o.known = owners, true
+	o.owners, o.conflicts, o.known = owners, r.Choice.Conflicts, true
 	for _, ch := range []chan struct{}{o.changed, o.statusChanged} {
 		select {
 		case ch <- struct{}{}:
@@ -170,6 +173,9 @@ func (o *observer) Announcement(addr netip.Addr, _ map[netip.Addr]string) (svcst
 	if node != "" {
 		a.Nodes = []string{node}
 	}
+	if c, held := o.Conflict(addr); held {
+		a.Conflict = macOrUnknown(c.MAC)
+	}
 	return a, ok
 }
 
@@ -178,9 +184,11 @@ func (o *observer) Changed() <-chan struct{} { return o.statusChanged }
 // Stop: leaving is Run's, as ctx ends.
 func (o *observer) Stop(context.Context, *config.CloudConfig, func() bool) {}
 
-func (o *observer) OutsidePools() int             { return o.ann.OutsidePools() }
-func (o *observer) Resync()                       { o.ann.Resync() }
-func (o *observer) Collect(chan<- metrics.Metric) {}
+func (o *observer) OutsidePools() int { return o.ann.OutsidePools() }
+func (o *observer) Resync()           { o.ann.Resync() }
+func (o *observer) Collect(ch chan<- metrics.Metric) {
+	ch <- metrics.NewLazyConstMetric(descConflicts, metrics.GaugeValue, float64(o.conflictCount()))
+}
 
 // observerName names this replica in the membership: unique per process.
 func observerName() string {
