@@ -256,6 +256,13 @@ func checkAgent(t *testing.T, o *unstructured.Unstructured, wantRules []rbacv1.P
 		if psc := spec.SecurityContext; psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
 			t.Errorf("agent pod securityContext %+v: want runAsNonRoot", psc)
 		}
+		// BGP passwords: only the keys the peers name, and only when the
+		// agents speak BGP.
+		for _, v := range spec.Volumes {
+			if v.Name == "bgp-passwords" && (v.Secret == nil || len(v.Secret.Items) == 0) {
+				t.Errorf("agent DaemonSet mounts every BGP password (volume %+v): want only the keys of the peers' passwordFiles", v.VolumeSource)
+			}
+		}
 		if !slices.ContainsFunc(c.Env, func(e v1.EnvVar) bool {
 			return e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName"
 		}) {

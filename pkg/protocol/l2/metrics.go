@@ -13,7 +13,7 @@ var (
 	descIgnored = metrics.NewDesc("metal_ccm_agent_l2_ignored_members",
 		"Members the node agent sees alive in the L2 membership that it ignores: not named as a node l2.nodeSelector selects (Ready), or claiming addresses that are not that node's InternalIPs.", nil, nil, metrics.ALPHA, "")
 	descForwards = metrics.NewDesc("metal_ccm_agent_l2_node_forwards",
-		"1 while the node's kube-proxy passes its health check (or healthChecks.enabled is false): the node may answer for L2 addresses; 0 while the other nodes answer for them.", nil, nil, metrics.ALPHA, "")
+		"1 while the node can carry L2 addresses: its kube-proxy passes its health check (or healthChecks.enabled is false), the agent has decided on a synced view and that view is not stale; 0 while the other nodes answer for them.", nil, nil, metrics.ALPHA, "")
 	descAgentConflicts = metrics.NewDesc("metal_ccm_agent_l2_address_conflicts",
 		"L2 addresses the node agent found held by a host outside the cluster (a claim confirmed by a probe): no node answers them until that host lets them go.", nil, nil, metrics.ALPHA, "")
 	descMajority = metrics.NewDesc("metal_ccm_agent_l2_majority",

@@ -86,6 +86,26 @@ and l2.insecureMembership is not set.
 {{ .Values.cloudConfig }}
 {{- end -}}
 
+{{/*
+The keys of the BGP password Secret the node agents read, comma-separated:
+those of the peers' passwordFiles when bgp.announceFrom is Nodes (the
+agents speak BGP), none otherwise (the replicas alone speak it). The
+agents mount only these.
+*/}}
+{{- define "metal-ccm.agentBGPKeys" -}}
+{{- $cfg := fromYaml .Values.cloudConfig -}}
+{{- $keys := list -}}
+{{- if eq (dig "bgp" "announceFrom" "Replicas" $cfg) "Nodes" -}}
+{{- $dir := printf "%s/" (include "metal-ccm.bgpDir" .) -}}
+{{- range (dig "bgp" "peers" list $cfg) -}}
+{{- if .passwordFile -}}
+{{- $keys = append $keys (trimPrefix $dir .passwordFile) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $keys | uniq | sortAlpha | join "," -}}
+{{- end -}}
+
 {{/* The manager's flags. */}}
 {{- define "metal-ccm.args" -}}
 - --cloud-provider=metal
