@@ -58,6 +58,11 @@ func (f l2Fault) rogue(t *testing.T, res *result, keyFile string) {
 	defer watch.Close()
 	loop := f.c.StartFailoverLoop(f.vip)
 	start := time.Now()
+	// The membership takes a dead member's name over for another address
+	// only DeadNodeReclaimTime (1 s) after the death: the rogue claiming it
+	// sooner would be refused by memberlist itself, not by binding, and
+	// the test would show nothing.
+	time.Sleep(2 * time.Second)
 	unkeyed := startRogue(t, clientNS, "rogue-nokey", owner, claims, seed, "")
 	keyed := startRogue(t, clientNS, "rogue-key", owner, claims, seed, keyFile)
 	if !unkeyed.wait(t, rogueRefused) {
