@@ -110,11 +110,10 @@ func ignoredMembers(t *testing.T, c *netlab.L2Cluster, i int) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	page, err := c.NodeRun(ctx, i, "curl", "-sS", "--max-time", "2", "http://127.0.0.1:10263/metrics")
+	v, ok, err := c.AgentMetric(ctx, i, "metal_ccm_agent_l2_ignored_members")
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, ok := framework.MetricValue(page, "metal_ccm_agent_l2_ignored_members")
 	if !ok {
 		t.Fatalf("node %d's agent reports no metal_ccm_agent_l2_ignored_members", i)
 	}

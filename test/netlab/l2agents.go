@@ -62,16 +62,27 @@ func (c *L2Cluster) WaitMembers(t testing.TB, want int, within time.Duration) {
 	t.Helper()
 	var last string
 	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, within, true, func(ctx context.Context) (bool, error) {
-		page, err := execIn(ctx, c.Nodes[0], "curl", "-sS", "--max-time", "2", "http://127.0.0.1:10263/metrics")
+		v, ok, err := c.AgentMetric(ctx, 0, "metal_ccm_agent_l2_members")
 		if err != nil {
 			last = err.Error()
 			return false, nil //nolint:nilerr // the agent may not listen yet: asked again
 		}
-		v, ok := framework.MetricValue(page, "metal_ccm_agent_l2_members")
 		last = fmt.Sprintf("%v (reported: %t)", v, ok)
 		return ok && int(v) == want, nil
 	})
 	if err != nil {
 		t.Fatalf("node 0's agent does not see %d agents alive within %s: last %s", want, within, strings.TrimSpace(last))
 	}
+}
+
+// AgentMetric is the value of the unlabelled metric name on the status port
+// of node i's agent (read with curl in the node's namespace), and whether
+// the agent reports it.
+func (c *L2Cluster) AgentMetric(ctx context.Context, i int, name string) (float64, bool, error) {
+	page, err := c.NodeRun(ctx, i, "curl", "-sS", "--max-time", "2", "http://127.0.0.1:10263/metrics")
+	if err != nil {
+		return 0, false, err
+	}
+	v, ok := framework.MetricValue(page, name)
+	return v, ok, nil
 }
