@@ -40,5 +40,6 @@ render configmap.yaml configmap.yaml
 render workload.yaml daemonset.yaml
 # The node agent (bgp.announceFrom: Nodes; off in the chart's defaults).
 render agent.yaml node-agent/agent.yaml --set agent.enabled=true
-# The node agent with CAP_NET_RAW, for L2 pools (agent.l2=true).
-render agent.yaml node-agent/agent-l2.yaml --set agent.enabled=true --set agent.l2=true
+# The node agent with CAP_NET_RAW, for L2 pools (agent.l2=true), and the
+# Lease of the two-node witness with the right to update it.
+render agent.yaml node-agent/agent-l2.yaml --set agent.enabled=true --set agent.l2=true --show-only templates/l2witness.yaml

@@ -1,7 +1,8 @@
 // Command metal-node-agent runs on every node (the chart's agent DaemonSet):
 // it announces the LoadBalancer addresses its own node carries, with each
 // protocol that gives the node agents work (pkg/agent). It reads Services, Nodes
-// and EndpointSlices and writes nothing; it serves /healthz and /metrics
+// and EndpointSlices and writes nothing but, with --l2-witness-lease, that
+// one Lease; it serves /healthz and /metrics
 // over plain HTTP on a loopback address of the node.
 package main
 
@@ -11,9 +12,11 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/cli"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -30,6 +33,7 @@ type options struct {
 	cloudConfig string
 	nodeName    string
 	bindAddress string
+	l2Witness   string
 }
 
 func (o *options) flags() cliflag.NamedFlagSets {
@@ -39,6 +43,7 @@ func (o *options) flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.cloudConfig, "cloud-config", "", "Path to the cloud-config, the same file the CCM reads. Required.")
 	fs.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "This node's name (default: $NODE_NAME, which the chart sets from spec.nodeName).")
 	fs.StringVar(&o.bindAddress, "bind-address", "127.0.0.1:10263", "Address of /healthz and /metrics (plain HTTP: keep it on a loopback address).")
+	fs.StringVar(&o.l2Witness, "l2-witness-lease", "", "NAMESPACE/NAME of the Lease that is the third vote of a two-node L2 cluster (docs/l2.md); the agent gets and updates it, and never creates it. Empty: no witness.")
 	return fss
 }
 
@@ -88,6 +93,13 @@ func (o *options) run(ctx context.Context) error {
 		return fmt.Errorf("client: %w", err)
 	}
 	a := &agent.Agent{Config: cfg, Client: cs, NodeName: o.nodeName}
+	if o.l2Witness != "" {
+		ns, name, ok := strings.Cut(o.l2Witness, "/")
+		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return fmt.Errorf("--l2-witness-lease %q: want NAMESPACE/NAME", o.l2Witness)
+		}
+		a.L2Witness = types.NamespacedName{Namespace: ns, Name: name}
+	}
 	srv, err := serveStatus(ctx, o.bindAddress, a)
 	if err != nil {
 		return err

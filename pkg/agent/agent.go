@@ -9,11 +9,13 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 
 	"github.com/metal-ccm/metal-ccm/pkg/config"
+	"github.com/metal-ccm/metal-ccm/pkg/l2/witness"
 	"github.com/metal-ccm/metal-ccm/pkg/nodes"
 	"github.com/metal-ccm/metal-ccm/pkg/protocol"
 	_ "github.com/metal-ccm/metal-ccm/pkg/protocol/builtin" // the protocols
@@ -41,6 +43,9 @@ type Agent struct {
 	Config   *config.CloudConfig
 	Client   *Client
 	NodeName string
+	// L2Witness is the Lease of the two-node L2 witness (pkg/l2/witness),
+	// which the agent may get and update; zero: no witness.
+	L2Witness types.NamespacedName
 
 	roles atomic.Pointer[[]protocol.Agent] // set once Run has built them
 	idle  atomic.Bool                      // Run found nothing to announce
@@ -61,6 +66,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	fresh := newFreshness(logger)
 	inf := a.Client.informers(fresh)
 	env := protocol.AgentEnv{Node: node, Informers: inf, Wants: a.Config.LoadBalancer.Rule().Wants, ViewStale: fresh.Stale}
+	if a.L2Witness.Name != "" {
+		env.L2Witness = witness.New(a.Client.Leases(a.L2Witness.Namespace), a.L2Witness.Name, a.NodeName, witness.DefaultTiming())
+	}
 	var roles []protocol.Agent
 	for _, p := range protocol.All() {
 		r, err := p.Agent(ctx, a.Config, env)

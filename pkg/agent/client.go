@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +27,8 @@ import (
 // of the executable it touches (docs/performance.md, scenario 0b).
 type Client struct {
 	Nodes, Services, EndpointSlices Resource
+
+	coordination rest.Interface
 }
 
 // Resource is one resource of the agent's Client, all namespaces.
@@ -41,7 +44,7 @@ type Resource struct {
 // client-go's feature gate asks for it.
 func NewClient(rc *rest.Config) (*Client, error) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{v1.AddToScheme, discoveryv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{v1.AddToScheme, discoveryv1.AddToScheme, coordinationv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, fmt.Errorf("client scheme: %w", err)
 		}
@@ -64,7 +67,12 @@ func NewClient(rc *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	coord, err := restClient(rc, hc, neg, "/apis", coordinationv1.SchemeGroupVersion)
+	if err != nil {
+		return nil, err
+	}
 	return &Client{
+		coordination:   coord,
 		Nodes:          Resource{core, params, "nodes", func() runtime.Object { return &v1.NodeList{} }},
 		Services:       Resource{core, params, "services", func() runtime.Object { return &v1.ServiceList{} }},
 		EndpointSlices: Resource{disc, params, "endpointslices", func() runtime.Object { return &discoveryv1.EndpointSliceList{} }},
@@ -119,4 +127,32 @@ func timeout(opts metav1.ListOptions) time.Duration {
 		return 0
 	}
 	return time.Duration(*opts.TimeoutSeconds) * time.Second
+}
+
+// Leases are the Leases of one namespace, as the L2 witness uses them: get
+// and update only (pkg/l2/witness).
+type Leases struct {
+	client    rest.Interface
+	namespace string
+}
+
+// Leases of namespace.
+func (c *Client) Leases(namespace string) Leases { return Leases{c.coordination, namespace} }
+
+// Get reads the Lease name.
+func (l Leases) Get(ctx context.Context, name string) (*coordinationv1.Lease, error) {
+	out := &coordinationv1.Lease{}
+	if err := l.client.Get().UseProtobufAsDefault().Namespace(l.namespace).Resource("leases").Name(name).Do(ctx).Into(out); err != nil {
+		return nil, fmt.Errorf("get lease %s/%s: %w", l.namespace, name, err)
+	}
+	return out, nil
+}
+
+// Update writes lease, as read with its resourceVersion.
+func (l Leases) Update(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	out := &coordinationv1.Lease{}
+	if err := l.client.Put().UseProtobufAsDefault().Namespace(l.namespace).Resource("leases").Name(lease.Name).Body(lease).Do(ctx).Into(out); err != nil {
+		return nil, fmt.Errorf("update lease %s/%s: %w", l.namespace, lease.Name, err)
+	}
+	return out, nil
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/metal-ccm/metal-ccm/pkg/announcer"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
+	"github.com/metal-ccm/metal-ccm/pkg/l2/witness"
 	"github.com/metal-ccm/metal-ccm/pkg/svcstatus"
 )
 
@@ -147,6 +148,9 @@ type AgentEnv struct {
 	// a protocol whose agents decide from their own views (L2) stops
 	// taking addresses on it.
 	ViewStale func() bool
+	// L2Witness is the two-node witness of the L2 agents, nil when none
+	// is configured; L2 runs it.
+	L2Witness *witness.Witness
 }
 
 // Agent is a protocol's part in a node agent.

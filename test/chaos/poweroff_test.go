@@ -246,9 +246,15 @@ func (pl *powerLab) waitPods(t *testing.T, n int) {
 // waitEchoPods waits until n pods app=echo of namespace ns are Ready.
 func waitEchoPods(t *testing.T, cs kubernetes.Interface, ns string, n int) {
 	t.Helper()
+	waitAppPods(t, cs, ns, "echo", n)
+}
+
+// waitAppPods waits until n pods app=app of namespace ns are Ready.
+func waitAppPods(t *testing.T, cs kubernetes.Interface, ns, app string, n int) {
+	t.Helper()
 	var states []string
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=echo"})
+		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + app})
 		if err != nil {
 			return false, nil //nolint:nilerr // retried
 		}
@@ -265,7 +271,7 @@ func waitEchoPods(t *testing.T, cs kubernetes.Interface, ns string, n int) {
 		return ready == n, nil
 	})
 	if err != nil {
-		t.Fatalf("%d Ready echo pods: %v; pods: %v", n, err, states)
+		t.Fatalf("%d Ready %s pods: %v; pods: %v", n, app, err, states)
 	}
 }
 

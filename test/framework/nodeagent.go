@@ -53,8 +53,8 @@ func StartNodeAgent(o NodeAgentOptions) (*Process, error) {
 const NodeAgentName = "metal-node-agent"
 
 // NodeAgentToken applies the node agent's least-privilege identity as the
-// chart renders it (deploy/node-agent/agent.yaml: read Services, Nodes and
-// EndpointSlices, create Events; its DaemonSet stays unscheduled where no
+// chart renders it (deploy/node-agent/agent-l2.yaml: read Services, Nodes and
+// EndpointSlices, get and update the L2 witness Lease; its DaemonSet stays unscheduled where no
 // DaemonSet controller runs), deleted when the test ends, and returns a
 // token of its ServiceAccount.
 func (cp *ControlPlane) NodeAgentToken(t testing.TB) string {

@@ -11,16 +11,21 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// nodeAgentManifest is the node agent's identity as the chart renders it:
-// its ServiceAccount, ClusterRole and binding (and a DaemonSet that stays
+// nodeAgentManifest is the node agent's identity as the chart renders it
+// for L2 pools: its ServiceAccount, ClusterRole and binding, the L2
+// witness's Lease with the right to update it (and a DaemonSet that stays
 // unscheduled where no DaemonSet controller runs).
 func nodeAgentManifest() string {
-	return filepath.Join(RepoRoot(), "deploy", "node-agent", "agent.yaml")
+	return filepath.Join(RepoRoot(), "deploy", "node-agent", "agent-l2.yaml")
 }
 
+// L2WitnessLease is the L2 witness's Lease of nodeAgentManifest, as the
+// agents' --l2-witness-lease names it.
+const L2WitnessLease = "kube-system/metal-ccm-l2-witness"
+
 // CreateNodeAgentToken applies the node agent's least-privilege identity
-// (deploy/node-agent/agent.yaml: read Services, Nodes and EndpointSlices,
-// create Events) and returns a token of its ServiceAccount valid for
+// (deploy/node-agent/agent-l2.yaml: read Services, Nodes and
+// EndpointSlices; get and update the L2 witness's Lease) and returns a token of its ServiceAccount valid for
 // expiration, for agents started outside a test (make run). Nothing is
 // deleted afterwards: the identity goes with the control plane. A test
 // uses NodeAgentToken, which deletes it when the test ends.

@@ -147,6 +147,7 @@ func checkRendered(t *testing.T, objs []*unstructured.Unstructured, wantRules, w
 	t.Helper()
 	var configMaps, workloads, clusterRoles int
 	l2 := renderedL2(t, objs)
+	checkWitness(t, objs, l2)
 	for _, o := range objs {
 		if o.GetName() == agentName || o.GetName() == "system:"+agentName {
 			checkAgent(t, o, wantAgentRules, l2)
@@ -187,6 +188,45 @@ func checkRendered(t *testing.T, objs []*unstructured.Unstructured, wantRules, w
 	}
 	if configMaps != 1 || workloads != 1 || clusterRoles != 1 {
 		t.Errorf("want one ConfigMap, one workload and one ClusterRole; got %d, %d and %d", configMaps, workloads, clusterRoles)
+	}
+}
+
+// checkWitness: the agents' one write, the L2 witness Lease, comes with L2
+// only: a Lease the chart makes, a Role that allows get and update of that
+// name alone, and the flag that names it.
+func checkWitness(t *testing.T, objs []*unstructured.Unstructured, l2 bool) {
+	t.Helper()
+	const lease = "metal-ccm-l2-witness"
+	var leases, roles, flags, agents int
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "Lease" && o.GetName() == lease:
+			leases++
+		case o.GetKind() == "Role" && strings.HasPrefix(o.GetName(), agentName):
+			roles++
+			var r rbacv1.Role
+			fromUnstructured(t, o, &r)
+			want := []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{lease}, Verbs: []string{"get", "update"}}}
+			if !reflect.DeepEqual(r.Rules, want) {
+				t.Errorf("Role %s grants %v, want only %v", r.Name, r.Rules, want)
+			}
+		case o.GetKind() == "DaemonSet" && o.GetName() == agentName:
+			agents++
+			var ds appsv1.DaemonSet
+			fromUnstructured(t, o, &ds)
+			for _, a := range ds.Spec.Template.Spec.Containers[0].Args {
+				if strings.HasPrefix(a, "--l2-witness-lease=") && strings.HasSuffix(a, "/"+lease) {
+					flags++
+				}
+			}
+		}
+	}
+	want := 0
+	if l2 && agents == 1 {
+		want = 1
+	}
+	if leases != want || roles != want || flags != want {
+		t.Errorf("L2 %v: %d witness Leases, %d agent Roles, %d --l2-witness-lease flags; want %d each", l2, leases, roles, flags, want)
 	}
 }
 
@@ -462,19 +502,22 @@ func installPrometheusRuleCRD(t *testing.T) {
 // TestAgentManifestsL2: the plain manifests of the node agent come in two,
 // rendered from the chart's agent.l2: without CAP_NET_RAW
 // (deploy/node-agent/agent.yaml) and with it alone, for L2 pools
-// (agent-l2.yaml); both with the same read-only rules.
+// (agent-l2.yaml, with the L2 witness's Lease and its one right); both with
+// the same read-only cluster-wide rules.
 func TestAgentManifestsL2(t *testing.T) {
 	dir := filepath.Join(framework.RepoRoot(), "deploy", "node-agent")
 	wantAgentRules := clusterRoleRules(t, readFile(t, filepath.Join(dir, "agent.yaml")))
 	for file, l2 := range map[string]bool{"agent.yaml": false, "agent-l2.yaml": true} {
 		t.Run(file, func(t *testing.T) {
 			daemonSets := 0
-			for _, o := range decodeAll(t, readFile(t, filepath.Join(dir, file))) {
+			objs := decodeAll(t, readFile(t, filepath.Join(dir, file)))
+			for _, o := range objs {
 				if o.GetKind() == "DaemonSet" {
 					daemonSets++
 				}
 				checkAgent(t, o, wantAgentRules, l2)
 			}
+			checkWitness(t, objs, l2)
 			if daemonSets != 1 {
 				t.Errorf("%s: %d DaemonSets, want 1", file, daemonSets)
 			}

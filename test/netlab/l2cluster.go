@@ -126,6 +126,9 @@ func (c *L2Cluster) startAgent(t testing.TB, i int, name, dir string) {
 	c.Agents = append(c.Agents, framework.StartNodeAgentForTest(t, framework.NodeAgentOptions{
 		Name: "agent-" + name, LogPath: filepath.Join(c.opts.CP.Dir, "logs", "agent-"+name+".log"),
 		NetNS: c.Nodes[i], Node: name, Kubeconfig: kc, CloudConfig: c.opts.CloudConfig, Env: agentEnv,
+		// As the chart runs them: the witness is there, used only while
+		// exactly two agents are expected.
+		Args: []string{"--l2-witness-lease", framework.L2WitnessLease},
 	}))
 }
 

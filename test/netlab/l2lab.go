@@ -257,10 +257,15 @@ func L2VIP(f Family, i int) netip.Addr {
 	return segmentAddr(f, l2Net, 200+i)
 }
 
+// L2OutLabel takes the node it labels out of L2 (l2.nodeSelector of
+// L2CloudConfig): a test makes a two-node L2 cluster of three nodes so.
+const L2OutLabel = "netlab.metal-ccm.io/no-l2"
+
 // L2CloudConfig is a cloud-config with one pool "l2" of eight addresses of
 // each family of the segment (L2VIP 0 to 7), answered with L2 and announced
-// with nothing else, its membership keyed with the key in keyFile
-// (WriteL2Key), followed by extra (more top-level fields but l2, or "").
+// with nothing else, by the nodes without L2OutLabel, its membership keyed
+// with the key in keyFile (WriteL2Key), followed by extra (more top-level
+// fields but l2, or "").
 func L2CloudConfig(keyFile, extra string) string {
 	return fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
 kind: CloudConfig
@@ -271,7 +276,8 @@ loadBalancer:
     announce: [L2]
 l2:
   secretFile: %q
-`, L2VIP(IPv4, 0), L2VIP(IPv4, 7), L2VIP(IPv6, 0), L2VIP(IPv6, 7), keyFile) + extra
+  nodeSelector: {matchExpressions: [{key: %s, operator: DoesNotExist}]}
+`, L2VIP(IPv4, 0), L2VIP(IPv4, 7), L2VIP(IPv6, 0), L2VIP(IPv6, 7), keyFile, L2OutLabel) + extra
 }
 
 // WriteL2Key writes a new random membership key (l2.secretFile, base64)

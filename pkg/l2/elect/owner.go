@@ -30,6 +30,10 @@ type View struct {
 	Expected map[string][]netip.Addr
 	// Self are this node's addresses.
 	Self []netip.Addr
+	// Witness: this agent holds the vote of the two-node witness
+	// (pkg/l2/witness). An observer (Self nil) reads the members' claims
+	// instead.
+	Witness bool
 }
 
 // Choice is a decision: whether this agent has a majority, each
@@ -74,7 +78,7 @@ func Choose(v View) Choice {
 			live[a.Unmap()] = m.Fitness
 		}
 	}
-	c := Choice{Quorum: member.HasQuorum(names, expected), Owners: make(map[netip.Prefix]netip.Addr, len(v.Candidates)),
+	c := Choice{Quorum: member.HasQuorum(names, expected) || witnessMajority(v, bound), Owners: make(map[netip.Prefix]netip.Addr, len(v.Candidates)),
 		Members: bound, Ignored: len(v.Alive) - len(bound), Conflicts: conflicts(bound)}
 	nodeAddrs := map[netip.Addr]bool{}
 	for _, addrs := range v.Expected {
@@ -104,6 +108,21 @@ func Choose(v View) Choice {
 	}
 	slices.SortFunc(c.Mine, netip.Addr.Compare)
 	return c
+}
+
+// witnessMajority: two agents are expected, one of them is alive, and it
+// holds the witness's vote, which makes two of three. An agent trusts only
+// its own Lease for its vote (its own gossip may lag behind a vote that
+// lapsed); an observer, which shows who answers and answers for nothing,
+// trusts the claim in the live member's metadata.
+func witnessMajority(v View, bound []member.Member) bool {
+	if len(v.Expected) != 2 || len(bound) != 1 {
+		return false
+	}
+	if v.Self == nil {
+		return bound[0].Fitness.Witness
+	}
+	return v.Witness && slices.ContainsFunc(bound[0].Addresses, func(a netip.Addr) bool { return slices.Contains(v.Self, a.Unmap()) })
 }
 
 // fit are the hops (candidates of addr) whose agent is alive and says its

@@ -21,6 +21,14 @@ type Membership interface {
 	Join(seeds []netip.AddrPort) error
 }
 
+// Witness is the two-node witness (pkg/l2/witness) as the watcher uses it:
+// wanted while exactly two agents are expected.
+type Witness interface {
+	Want(bool)
+	Held() bool
+	Changed() <-chan struct{}
+}
+
 // Recheck bounds how long a change the watcher is not told of (a node's
 // Ready condition, which the announcer's handlers do not pass on) waits to
 // be seen; JoinEvery bounds how often it dials the agents it does not see.
@@ -42,6 +50,7 @@ type Watcher struct {
 	Port       uint16       // the agents' membership port
 	Self       []netip.Addr // the member's own addresses; nil for an observer
 	Candidates *Candidates  // the announcer's Backend
+	Witness    Witness      // the two-node witness of a member; nil: none
 
 	lastJoin time.Time
 	joining  atomic.Bool // a Join runs
@@ -58,6 +67,10 @@ type Round struct {
 func (w *Watcher) Run(ctx context.Context, synced func() bool, decide func(context.Context, Round)) {
 	tick := time.NewTicker(Recheck)
 	defer tick.Stop()
+	var witness <-chan struct{} // nil: never
+	if w.Witness != nil {
+		witness = w.Witness.Changed()
+	}
 	for {
 		if synced() {
 			if r, ok := w.Round(ctx); ok {
@@ -69,6 +82,7 @@ func (w *Watcher) Run(ctx context.Context, synced func() bool, decide func(conte
 			return
 		case <-w.Candidates.Changed():
 		case <-w.Members.Changed():
+		case <-witness:
 		case <-tick.C:
 		}
 	}
@@ -82,6 +96,10 @@ func (w *Watcher) Round(ctx context.Context) (Round, bool) {
 		return Round{}, false
 	}
 	v := View{Candidates: w.Candidates.Snapshot(), Self: w.Self, Alive: w.Members.Alive(), Expected: ExpectedAgents(list, w.Selects)}
+	if w.Witness != nil {
+		w.Witness.Want(len(v.Expected) == 2)
+		v.Witness = w.Witness.Held()
+	}
 	w.join(ctx, list, v.Alive)
 	return Round{View: v, Choice: Choose(v)}, true
 }

@@ -35,6 +35,10 @@ type Fitness struct {
 	// the cluster (at most MaxConflicts): no node answers them while a
 	// bound member reports them (conflict.go).
 	Conflicts []Conflict
+	// Witness: the agent holds the vote of the two-node witness
+	// (pkg/l2/witness). Others read it only to show who answers: an agent
+	// counts its own vote from its own Lease, never from its gossip.
+	Witness bool
 }
 
 // Fit is the fitness of a member that says nothing of it (an agent of an
@@ -56,7 +60,7 @@ func (f Fitness) Serves(addr netip.Addr) bool {
 
 // Equal reports whether f and o say the same.
 func (f Fitness) Equal(o Fitness) bool {
-	return f.Forwards == o.Forwards && f.AnyAddress == o.AnyAddress && slices.Equal(f.Reach, o.Reach) &&
+	return f.Forwards == o.Forwards && f.AnyAddress == o.AnyAddress && f.Witness == o.Witness && slices.Equal(f.Reach, o.Reach) &&
 		slices.EqualFunc(f.MACs, o.MACs, func(a, b net.HardwareAddr) bool { return bytes.Equal(a, b) }) && slices.EqualFunc(f.Conflicts, o.Conflicts, Conflict.Equal)
 }
 
@@ -69,6 +73,9 @@ func (f Fitness) String() string {
 	if len(f.Conflicts) > 0 {
 		out += fmt.Sprintf(" conflicts=%v", f.Conflicts)
 	}
+	if f.Witness {
+		out += " witness"
+	}
 	return out
 }
 
@@ -76,6 +83,7 @@ func (f Fitness) String() string {
 const (
 	flagForwards   = 1 << 0
 	flagAnyAddress = 1 << 1
+	flagWitness    = 1 << 2 // unknown to earlier releases, which ignore it
 )
 
 // encodeFitness appends f: flags (1) | prefix count (1) | count × (length 4
@@ -87,6 +95,9 @@ func encodeFitness(b []byte, f Fitness) ([]byte, error) {
 	}
 	if f.AnyAddress {
 		flags |= flagAnyAddress
+	}
+	if f.Witness {
+		flags |= flagWitness
 	}
 	if len(f.Reach) > 255 {
 		return nil, fmt.Errorf("%d prefixes in reach: at most 255", len(f.Reach))
@@ -114,7 +125,7 @@ func decodeFitness(b []byte) (Fitness, []byte, error) {
 	if len(b) < 2 {
 		return Fitness{}, nil, fmt.Errorf("%w: fitness of %d bytes", errMeta, len(b))
 	}
-	f := Fitness{Forwards: b[0]&flagForwards != 0, AnyAddress: b[0]&flagAnyAddress != 0}
+	f := Fitness{Forwards: b[0]&flagForwards != 0, AnyAddress: b[0]&flagAnyAddress != 0, Witness: b[0]&flagWitness != 0}
 	n, rest := int(b[1]), b[2:]
 	for range n {
 		if len(rest) < 1 || (rest[0] != 4 && rest[0] != 16) || len(rest) < 2+int(rest[0]) {

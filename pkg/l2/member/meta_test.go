@@ -15,6 +15,7 @@ func TestMetaRoundTrip(t *testing.T) {
 		{role: roleAgent, addresses: []netip.Addr{netip.MustParseAddr("198.18.0.12")}, fitness: Fitness{Forwards: true,
 			Reach: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24"), netip.MustParsePrefix("2001:db8::/64")}}},
 		{role: roleAgent, fitness: Fitness{AnyAddress: true}},
+		{role: roleAgent, fitness: Fitness{Forwards: true, Witness: true}},
 	} {
 		b, err := m.encode()
 		if err != nil {

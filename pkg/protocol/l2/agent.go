@@ -19,6 +19,7 @@ import (
 	l2resp "github.com/metal-ccm/metal-ccm/pkg/l2"
 	"github.com/metal-ccm/metal-ccm/pkg/l2/elect"
 	"github.com/metal-ccm/metal-ccm/pkg/l2/member"
+	"github.com/metal-ccm/metal-ccm/pkg/l2/witness"
 	"github.com/metal-ccm/metal-ccm/pkg/nodes"
 	"github.com/metal-ccm/metal-ccm/pkg/protocol"
 )
@@ -46,6 +47,7 @@ type agent struct {
 	responder *l2resp.Responder
 	fitness   *fitness
 	conflicts *conflicts
+	witness   *witness.Witness // nil: none
 
 	// For status and metrics, written by decide.
 	answering atomic.Int64
@@ -105,6 +107,9 @@ func (Protocol) Agent(ctx context.Context, cfg *config.CloudConfig, env protocol
 		},
 		cg.setFitness)
 	a.fitness.stale = env.ViewStale
+	if env.L2Witness != nil {
+		a.witness, a.watch.Witness = env.L2Witness, env.L2Witness
+	}
 	// Every eligible node of each address, up to the most the announcer
 	// keeps: the owner is chosen among those of them whose agent is alive.
 	a.ann = announcer.New(env.Informers, a.watch.Candidates, env.Wants,
@@ -131,6 +136,9 @@ func (a *agent) Run(ctx context.Context) {
 	go a.ann.Run(ctx)
 	go a.fitness.Run(ctx)
 	go a.conflicts.Run(ctx)
+	if a.witness != nil {
+		go a.witness.Run(ctx)
+	}
 	a.answer(ctx)
 	if err := a.members.Leave(leaveTimeout); err != nil {
 		logger.V(2).Info("Leaving the L2 membership", "err", err)
@@ -150,7 +158,10 @@ func (a *agent) decide(ctx context.Context, r elect.Round) {
 	logger := klog.FromContext(ctx)
 	c, alive := r.Choice, r.Choice.Members
 	if c.Quorum != a.quorum.Load() {
-		logger.Info("Majority of the L2 agents", "seen", c.Quorum, "alive", len(alive), "expected", len(r.View.Expected))
+		logger.Info("Majority of the L2 agents", "seen", c.Quorum, "alive", len(alive), "expected", len(r.View.Expected), "witness", r.View.Witness)
+	}
+	if a.fitness != nil {
+		a.fitness.setWitness(r.View.Witness)
 	}
 	a.quorum.Store(c.Quorum)
 	a.seen.Store(int64(len(alive)))

@@ -46,6 +46,7 @@ type fitness struct {
 	// addresses and nodes (Decided).
 	decided  atomic.Bool
 	staleNow atomic.Bool
+	witness  atomic.Bool // the agent holds the two-node witness's vote
 	now      atomic.Pointer[member.Fitness]
 	reachErr string            // the last reach error, logged once
 	state    healthcheck.State // the last state logged
@@ -69,6 +70,14 @@ func newFitness(opts *healthcheck.Options, target netip.AddrPort, reach func() (
 // it has joined the membership.
 func (f *fitness) Decided() {
 	if !f.decided.Swap(true) {
+		f.poke()
+	}
+}
+
+// setWitness tells whether the agent holds the two-node witness's vote,
+// for the observers to read in its metadata.
+func (f *fitness) setWitness(held bool) {
+	if f.witness.Swap(held) != held {
 		f.poke()
 	}
 }
@@ -111,7 +120,8 @@ func (f *fitness) update(ctx context.Context) {
 			logger.Info("This agent's view of the API server is fresh again")
 		}
 	}
-	next := member.Fitness{Forwards: f.decided.Load() && !stale && (f.checker == nil || f.checker.State(f.target) == healthcheck.Healthy)}
+	next := member.Fitness{Forwards: f.decided.Load() && !stale && (f.checker == nil || f.checker.State(f.target) == healthcheck.Healthy),
+		Witness: f.witness.Load()}
 	anyAddr, reach, err := f.reach()
 	if msg := errString(err); msg != f.reachErr {
 		f.reachErr = msg

@@ -47,6 +47,13 @@ agents then answer ARP and Neighbor Solicitations, which takes CAP_NET_RAW
 {{- else if include "metal-ccm.l2" . -}}true{{- end -}}
 {{- end -}}
 
+{{/* The L2 witness Lease as NAMESPACE/NAME, empty when there is none. */}}
+{{- define "metal-ccm.l2Witness" -}}
+{{- if and .Values.agent.enabled .Values.agent.l2Witness.enabled (include "metal-ccm.agentNetRaw" .) -}}
+{{ .Release.Namespace }}/{{ .Values.agent.l2Witness.leaseName }}
+{{- end -}}
+{{- end -}}
+
 {{/* The membership key Secret of L2 (l2.secretFile: <l2Dir>/<key>). */}}
 {{- define "metal-ccm.l2KeyVolume" -}}
 - name: l2-key
