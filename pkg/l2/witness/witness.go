@@ -185,7 +185,7 @@ func (w *Witness) round(ctx context.Context, logger klog.Logger) time.Duration {
 	}
 	next := lease.DeepCopy()
 	now := metav1.NewMicroTime(start)
-	secs := int32(w.timing.Duration / time.Second)
+	secs := int32(w.timing.Duration / time.Second) //nolint:gosec // seconds of a Lease, a few
 	next.Spec.HolderIdentity, next.Spec.LeaseDurationSeconds, next.Spec.RenewTime = &w.identity, &secs, &now
 	if !mine {
 		next.Spec.AcquireTime = &now
