@@ -54,21 +54,6 @@ var (
 	ErrNeverSeen = errors.New("the BareMetalHost was never seen by this source")
 )
 
-// Results counted in metal_ccm_metal3_answers_total.
-const (
-	resultOff            = "off"
-	resultOn             = "on"
-	resultNotProvisioned = "not_provisioned"
-	resultNoPowerState   = "no_power_state"
-	resultNotFound       = "not_found"
-	resultGone           = "gone"
-	resultNotSynced      = "not_synced"
-	resultSettings       = "settings"
-)
-
-var answers = objcache.NewMetrics(Name, "BareMetalHosts",
-	"off, on, not_provisioned, no_power_state (status.poweredOn missing), not_found, gone (InstanceExists: a host it saw was deleted), not_synced (no cache yet), settings (no host named)")
-
 func init() { powerstate.Register(Name, New) }
 
 // Source answers from a cache of BareMetalHosts.

@@ -43,19 +43,6 @@ var (
 	ErrUnknownPower = errors.New("the Rufio Machine's power state is not known")
 )
 
-// Results counted in metal_ccm_rufio_answers_total.
-const (
-	resultOff       = "off"
-	resultOn        = "on"
-	resultUnknown   = "unknown"
-	resultNotFound  = "not_found"
-	resultNotSynced = "not_synced"
-	resultSettings  = "settings"
-)
-
-var answers = objcache.NewMetrics(Name, "Rufio Machines",
-	"off, on, unknown (status.powerState unknown or missing), not_found, not_synced (no cache yet), settings (no Machine named)")
-
 func init() { powerstate.Register(Name, New) }
 
 // Source answers from a cache of Rufio Machines.

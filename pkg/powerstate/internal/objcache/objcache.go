@@ -61,7 +61,7 @@ func Start(env powerstate.Env, gvr schema.GroupVersionResource, namespace string
 		UpdateFunc: func(_, o any) { c.remember(o) },
 	})
 	logger.V(2).Info("Watching the objects of a power-state source")
-	go inf.Run(ctx.Done())
+	go inf.RunWithContext(ctx)
 	return c
 }
 
