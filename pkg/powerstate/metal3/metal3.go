@@ -170,7 +170,7 @@ func (s *Source) Exists(_ context.Context, m powerstate.Machine) (bool, error) {
 		answers.Answer(resultGone)
 		return false, nil
 	default:
-		return true, fmt.Errorf("BareMetalHost %s: %w: %w", h, objcache.ErrNotFound, ErrNeverSeen)
+		return true, fmt.Errorf("BareMetalHost %s: %w: %w", h, err, ErrNeverSeen)
 	}
 }
 

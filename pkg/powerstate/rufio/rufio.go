@@ -88,12 +88,12 @@ func (s *Source) Shutdown(_ context.Context, m powerstate.Machine) (bool, error)
 			result = resultNotFound
 		}
 		answers.Answer(result)
-		return false, fmt.Errorf("Rufio Machine %s: %w", ref, err) //nolint:staticcheck // Rufio is a name
+		return false, fmt.Errorf("machines.bmc.tinkerbell.org %s: %w", ref, err)
 	}
 	off, result, err := PoweredOff(u)
 	answers.Answer(result)
 	if err != nil {
-		return false, fmt.Errorf("Rufio Machine %s: %w", ref, err) //nolint:staticcheck // Rufio is a name
+		return false, fmt.Errorf("machines.bmc.tinkerbell.org %s: %w", ref, err)
 	}
 	return off, nil
 }

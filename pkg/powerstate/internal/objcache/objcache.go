@@ -31,7 +31,6 @@ var (
 // Cache holds the objects of one resource. The zero of *Cache (nil) is a
 // cache without a cluster client: every Get is powerstate.ErrNoCluster.
 type Cache struct {
-	gvr      schema.GroupVersionResource
 	informer cache.SharedIndexInformer
 	cancel   context.CancelFunc
 
@@ -50,7 +49,7 @@ func Start(env powerstate.Env, gvr schema.GroupVersionResource, namespace string
 	ctx, cancel := context.WithCancel(env.Ctx())
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(env.Dynamic, 0, namespace, nil)
 	inf := f.ForResource(gvr).Informer()
-	c := &Cache{gvr: gvr, informer: inf, cancel: cancel, seen: map[string]bool{}}
+	c := &Cache{informer: inf, cancel: cancel, seen: map[string]bool{}}
 	logger := klog.FromContext(ctx).WithValues("resource", gvr.String(), "namespace", namespace)
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		watchErrors()
@@ -75,25 +74,26 @@ func (c *Cache) remember(obj any) {
 	c.seen[u.GetNamespace()+"/"+u.GetName()] = true
 }
 
-// Get is the object namespace/name from the cache.
+// Get is the object namespace/name from the cache: powerstate.ErrNoCluster,
+// ErrNotSynced or ErrNotFound when it cannot be had. The caller names the
+// object in its error.
 func (c *Cache) Get(namespace, name string) (*unstructured.Unstructured, error) {
 	if c == nil {
 		return nil, powerstate.ErrNoCluster
 	}
 	if !c.informer.HasSynced() {
-		return nil, fmt.Errorf("%s: %w", c.gvr.Resource, ErrNotSynced)
+		return nil, ErrNotSynced
 	}
-	key := namespace + "/" + name
-	obj, ok, err := c.informer.GetStore().GetByKey(key)
+	obj, ok, err := c.informer.GetStore().GetByKey(namespace + "/" + name)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", c.gvr.Resource, key, err)
+		return nil, fmt.Errorf("cache: %w", err)
 	}
 	if !ok {
-		return nil, fmt.Errorf("%s %s: %w", c.gvr.Resource, key, ErrNotFound)
+		return nil, ErrNotFound
 	}
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
-		return nil, fmt.Errorf("%s %s: %w: a %T in the cache", c.gvr.Resource, key, ErrNotSynced, obj)
+		return nil, fmt.Errorf("%w: a %T in the cache", ErrNotSynced, obj)
 	}
 	return u, nil
 }
