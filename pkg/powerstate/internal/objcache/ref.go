@@ -69,7 +69,7 @@ func FromSettings(raw json.RawMessage, src SourceSettings) (ref Ref, ok bool, er
 		}
 		return Ref{}, false, nil
 	}
-	ref = Ref{Namespace: m.Namespace, Name: m.Name}
+	ref = Ref(m)
 	if ref.Namespace == "" {
 		ref.Namespace = src.Namespace
 	}
