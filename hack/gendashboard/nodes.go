@@ -53,7 +53,8 @@ func l2() row {
 	}}
 }
 
-// power is the leader's questions to the machines' BMCs.
+// power is the leader's questions to the machines' BMCs, and to the
+// objects of Metal3 and Rufio that hold their power state.
 func power() row {
 	return row{"Power state", []cog.Builder[dashboard.Panel]{
 		series("BMC answers", "Questions to BMCs per second by answer. timeout, error and settings are never taken as a shutdown: their nodes are not reported shut down.",
@@ -65,5 +66,15 @@ func power() row {
 		series("BMC answers from the cache", "Questions answered from the source's cache (cacheAge) without asking the BMC, per second.",
 			look{unit: "reqps", min: ptr(0.0), span: 8},
 			query{"sum(rate(" + ccm("metal_ccm_ipmi_cached_answers_total") + rateInterval + "))", "cached"}),
+		series("Metal3 host answers", "Questions of the metal3 source per second by answer, from its cache of BareMetalHosts. not_provisioned, no_power_state, not_found, not_synced and settings are never taken as a shutdown; gone is a deleted host, whose node upstream deletes.",
+			look{unit: "reqps", min: ptr(0.0), span: 8, stacked: true},
+			query{"sum by (result) (rate(" + ccm("metal_ccm_metal3_answers_total") + rateInterval + "))", "{{result}}"}),
+		series("Rufio machine answers", "Questions of the rufio source per second by answer, from its cache of Rufio Machines. unknown, not_found, not_synced and settings are never taken as a shutdown.",
+			look{unit: "reqps", min: ptr(0.0), span: 8, stacked: true},
+			query{"sum by (result) (rate(" + ccm("metal_ccm_rufio_answers_total") + rateInterval + "))", "{{result}}"}),
+		series("Power-state watch errors", "Failed lists and watches of BareMetalHosts (metal3) or Rufio Machines (rufio) per second: the CRD not installed, no right to read them (the chart's powerState switches), the API server unreachable.",
+			look{unit: "reqps", min: ptr(0.0), span: 8},
+			query{"sum(rate(" + ccm("metal_ccm_metal3_watch_errors_total") + rateInterval + "))", "metal3"},
+			query{"sum(rate(" + ccm("metal_ccm_rufio_watch_errors_total") + rateInterval + "))", "rufio"}),
 	}}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
@@ -67,6 +68,11 @@ type Cloud struct {
 	csrKick chan struct{}
 	// statusKick wakes the leader's Service status writer.
 	statusKick chan struct{}
+	// env is what power-state sources are built with: no cluster client
+	// until Initialize (the replica leads). swap orders the state swaps of
+	// Reload and Initialize.
+	env  atomic.Pointer[powerstate.Env]
+	swap sync.Mutex
 }
 
 // state is everything derived from one config, swapped as a whole.
@@ -81,24 +87,25 @@ var _ cloudprovider.Interface = (*Cloud)(nil)
 
 // New builds the provider from a validated config.
 func New(cfg *config.CloudConfig) (*Cloud, error) {
-	st, err := newState(cfg)
+	st, err := newState(cfg, powerstate.Env{})
 	if err != nil {
 		return nil, err
 	}
 	c := &Cloud{rule: cfg.LoadBalancer.Rule(), lb: &lbState{alloc: ipam.New(st.pools), informed: make(chan struct{})}, statusKick: make(chan struct{}, 1)}
 	c.state.Store(st)
+	c.env.Store(&powerstate.Env{})
 	c.replica = &replica.Runtime{Config: func() *config.CloudConfig { return c.state.Load().cfg }, Wants: c.wantsLoadBalancer, Event: c.eventf}
 	registerMetrics(c)
 	return c, nil
 }
 
-func newState(cfg *config.CloudConfig) (*state, error) {
+func newState(cfg *config.CloudConfig, env powerstate.Env) (*state, error) {
 	nodes := newNodeIndex(&cfg.Nodes)
 	ps := cfg.Nodes.PowerState
 	if !powerstate.Registered(ps.Source) {
 		return nil, field.NotSupported(field.NewPath("nodes", "powerState", "source"), ps.Source, powerstate.Names())
 	}
-	power, err := powerstate.New(ps.Source, ps.Settings)
+	power, err := powerstate.New(ps.Source, ps.Settings, env)
 	if err != nil {
 		return nil, fmt.Errorf("nodes.powerState.settings: %w", err)
 	}
@@ -148,6 +155,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 		<-ctx.Done()
 		bc.Shutdown()
 	}()
+	c.startPowerSource(ctx, clientBuilder)
 	c.replica.Lead(ctx, servicePatcher{client}.PatchAnnotation)
 	if len(c.state.Load().cfg.LoadBalancer.Pools) > 0 {
 		go c.runStatusWriter(ctx, client)

@@ -15,6 +15,7 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/annotation"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/ipam"
+	"github.com/metal-ccm/metal-ccm/pkg/powerstate"
 )
 
 // fuzzService builds a Service from fuzzed annotation values and spec fields.
@@ -163,7 +164,7 @@ func FuzzNewState(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if _, err := newState(cfg); err != nil {
+		if _, err := newState(cfg, powerstate.Env{}); err != nil {
 			t.Fatalf("config.Parse accepted a config the provider cannot build: %v\n%s", err, data)
 		}
 	})

@@ -21,22 +21,42 @@ var _ cloudprovider.InstancesV2 = (*Cloud)(nil)
 // ErrNodeIPUnknown is returned for a node whose addresses cannot be told.
 var ErrNodeIPUnknown = errors.New("node has no provided node IP and no IP address")
 
-// InstanceExists is false only when the configuration says the machine is
-// gone: the node was initialized from an inventory machine (its providerID is
-// metal://inventory/ID) and neither that ID nor the node's name is in the
-// inventory any longer. Discovered, never-initialized and foreign nodes always
-// exist, so no flaky signal deletes a node.
+// InstanceExists is false only when the configuration or the power-state
+// source says the machine is gone: the node was initialized from an
+// inventory machine (its providerID is metal://inventory/ID) and neither
+// that ID nor the node's name is in the inventory any longer; or the source
+// can tell existence (powerstate.Existence: metal3, whose BareMetalHost was
+// deleted) and says (false, nil). Discovered, never-initialized and foreign
+// nodes otherwise always exist, and any error of the source is "exists", so
+// no flaky signal deletes a node.
 func (c *Cloud) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
 	st := c.state.Load()
-	if _, ok := st.nodes.machineFor(node); ok {
+	entry, inInventory := st.nodes.machineFor(node)
+	if !inInventory {
+		if pid, err := parseProviderID(node.Spec.ProviderID); err == nil && pid.source == sourceInventory {
+			klog.FromContext(ctx).Info("Machine is no longer in the inventory", "node", klog.KObj(node), "providerID", node.Spec.ProviderID)
+			return false, nil
+		}
+	}
+	ex, ok := st.power.(powerstate.Existence)
+	if !ok {
 		return true, nil
 	}
-	pid, err := parseProviderID(node.Spec.ProviderID)
-	if err != nil || pid.source != sourceInventory {
-		return true, nil //nolint:nilerr // a providerID this provider did not write (or a discovered node's): never reported gone
+	m := powerstate.Machine{Node: node}
+	if inInventory {
+		m.ID, m.Settings = entry.ID, entry.PowerState
 	}
-	klog.FromContext(ctx).Info("Machine is no longer in the inventory", "node", klog.KObj(node), "providerID", node.Spec.ProviderID)
-	return false, nil
+	exists, err := ex.Exists(ctx, m)
+	if err != nil {
+		klog.FromContext(ctx).V(4).Info("The power-state source cannot tell whether the machine exists: it does", "node", klog.KObj(node), "err", err)
+		return true, nil
+	}
+	if !exists {
+		source := st.cfg.Nodes.PowerState.Source
+		klog.FromContext(ctx).Info("The power-state source says the machine is gone", "node", klog.KObj(node), "source", source)
+		c.eventf(node, v1.EventTypeWarning, ReasonMachineGone, "Power-state source %s says the machine is gone (asked at %s): the node is reported not to exist", source, time.Now().UTC().Format(time.RFC3339))
+	}
+	return exists, nil
 }
 
 // InstanceShutdown asks the configured power-state source about the node's

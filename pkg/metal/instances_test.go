@@ -194,7 +194,7 @@ func (f fakePower) Shutdown(_ context.Context, m powerstate.Machine) (bool, erro
 }
 
 func TestInstanceShutdown(t *testing.T) {
-	powerstate.Register("test-fake", func(settings json.RawMessage) (powerstate.Source, error) {
+	powerstate.Register("test-fake", func(settings json.RawMessage, _ powerstate.Env) (powerstate.Source, error) {
 		if string(settings) != `{"endpoint":"198.18.30.2"}` {
 			return nil, fmt.Errorf("settings %s", settings)
 		}

@@ -42,4 +42,7 @@ const (
 	// ReasonPowerStateUnknown: the source cannot tell (no answer, refused
 	// credentials, unusable settings); the node is not reported shut down.
 	ReasonPowerStateUnknown = "PowerStateUnknown"
+	// ReasonMachineGone: the source says the machine is gone (its
+	// BareMetalHost was deleted); upstream deletes the node.
+	ReasonMachineGone = "MachineGone"
 )

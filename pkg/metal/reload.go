@@ -86,7 +86,9 @@ func (c *Cloud) Reload(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("reload cloud config: %w", err)
 	}
-	st, err := newState(cfg)
+	c.swap.Lock()
+	defer c.swap.Unlock()
+	st, err := newState(cfg, *c.env.Load())
 	if err != nil {
 		return fmt.Errorf("reload cloud config: %w", err)
 	}

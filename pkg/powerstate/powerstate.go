@@ -1,9 +1,10 @@
 // Package powerstate is the registry of sources that tell whether a machine is
 // shut down, for the provider's InstanceShutdown. A source (Redfish, IPMI, a
 // hypervisor's API) is one package that calls Register from an init
-// function: it gets its own config section (nodes.powerState.settings) when
-// it is built, and each machine's own settings (nodes.inventory[].powerState,
-// for example a BMC address and a credentials file) when it is asked.
+// function: it gets its own config section (nodes.powerState.settings) and the
+// provider's environment (a cluster client) when it is built, and each
+// machine's own settings (nodes.inventory[].powerState, for example a BMC
+// address and a credentials file) when it is asked.
 package powerstate
 
 import (
@@ -15,6 +16,7 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic"
 )
 
 // Machine is what a source is asked about.
@@ -39,10 +41,42 @@ type Source interface {
 	Close() error
 }
 
+// Existence is what a source implements when it can also tell that a machine
+// is gone (a deleted BareMetalHost), for the provider's InstanceExists. Only
+// (false, nil) is "gone", and only for a machine the source was configured to
+// find; anything it cannot tell is an error, and the machine then exists.
+type Existence interface {
+	Exists(ctx context.Context, m Machine) (bool, error)
+}
+
+// Env is what the provider gives a source besides its settings.
+type Env struct {
+	// Dynamic reads the cluster's objects (BareMetalHosts, Rufio Machines).
+	// It is nil while the provider has no cluster client: before the
+	// replica leads, when the config is only checked. A source that needs
+	// it is still built (its settings are checked) and answers every
+	// question with ErrNoCluster until the provider builds it again with a
+	// client.
+	Dynamic dynamic.Interface
+	// Context ends when the provider stops; what a source starts (an
+	// informer) ends with it or with the source's Close. Nil is
+	// context.Background().
+	Context context.Context
+}
+
+// Ctx is Env's Context, or context.Background() when it has none.
+func (e Env) Ctx() context.Context {
+	if e.Context == nil {
+		return context.Background()
+	}
+	return e.Context
+}
+
 // Factory builds a Source from its settings (nodes.powerState.settings, a
-// JSON object; nil when none are given). It should check them and fail with
-// an error that says which setting is wrong: the config is then refused.
-type Factory func(settings json.RawMessage) (Source, error)
+// JSON object; nil when none are given) and the provider's environment. It
+// should check the settings and fail with an error that says which setting
+// is wrong: the config is then refused.
+type Factory func(settings json.RawMessage, env Env) (Source, error)
 
 // None is the name of the default source: no machine is ever shut down.
 const None = "none"
@@ -84,14 +118,14 @@ func Names() []string {
 }
 
 // New builds the source registered under name from its settings.
-func New(name string, settings json.RawMessage) (Source, error) {
+func New(name string, settings json.RawMessage, env Env) (Source, error) {
 	mu.RLock()
 	f, ok := factories[name]
 	mu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("power-state source %q: %w", name, ErrUnknownSource)
 	}
-	s, err := f(settings)
+	s, err := f(settings, env)
 	if err != nil {
 		return nil, fmt.Errorf("power-state source %q: %w", name, err)
 	}
@@ -101,13 +135,17 @@ func New(name string, settings json.RawMessage) (Source, error) {
 // ErrUnknownSource is returned by New for a name nobody registered.
 var ErrUnknownSource = errors.New("unknown power-state source")
 
+// ErrNoCluster is returned by a source that reads the cluster and was built
+// without a client (the replica does not lead yet).
+var ErrNoCluster = errors.New("no cluster client: the source answers only on the leading replica")
+
 // ErrNoSettings is returned by a source that takes no settings and was
 // given some.
 var ErrNoSettings = errors.New("this source takes no settings")
 
 type noneSource struct{}
 
-func newNone(settings json.RawMessage) (Source, error) {
+func newNone(settings json.RawMessage, _ Env) (Source, error) {
 	if len(settings) > 0 && string(settings) != "null" && string(settings) != "{}" {
 		return nil, ErrNoSettings
 	}

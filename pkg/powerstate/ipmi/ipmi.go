@@ -54,8 +54,9 @@ type bmcState struct {
 	cached bool // an answer is held
 }
 
-// New builds the source from its settings.
-func New(raw json.RawMessage) (powerstate.Source, error) {
+// New builds the source from its settings; it needs nothing of the
+// environment.
+func New(raw json.RawMessage, _ powerstate.Env) (powerstate.Source, error) {
 	cfg, err := parseSettings(raw)
 	if err != nil {
 		return nil, err

@@ -38,7 +38,7 @@ func machine(t *testing.T, b *framework.BMC, password string) powerstate.Machine
 
 func newSource(t *testing.T, settings string) powerstate.Source {
 	t.Helper()
-	s, err := powerstate.New(Name, json.RawMessage(settings))
+	s, err := powerstate.New(Name, json.RawMessage(settings), powerstate.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestSettingsErrors(t *testing.T) {
 		{`{"user": "admin"}`, `unknown field "user"`},
 	} {
 		t.Run(tc.settings, func(t *testing.T) {
-			_, err := powerstate.New(Name, json.RawMessage(tc.settings))
+			_, err := powerstate.New(Name, json.RawMessage(tc.settings), powerstate.Env{})
 			if !errors.Is(err, ErrBadSettings) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("New(%s) = %v; want %q", tc.settings, err, tc.want)
 			}

@@ -1,0 +1,45 @@
+package integration
+
+import (
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/metal-ccm/metal-ccm/test/framework"
+)
+
+// TestChartPowerStateRights renders the chart's roles with each of the
+// powerState switches: each adds exactly the read rights of its source's
+// resource to deploy/rbac.yaml's rules (which the defaults render, with
+// both off).
+func TestChartPowerStateRights(t *testing.T) {
+	helm := helmBinary(t)
+	base := clusterRoleRules(t, readFile(t, filepath.Join(framework.RepoRoot(), "deploy", "rbac.yaml")))
+	read := []string{"get", "list", "watch"}
+	metal3 := rbacv1.PolicyRule{APIGroups: []string{"metal3.io"}, Resources: []string{"baremetalhosts"}, Verbs: read}
+	rufio := rbacv1.PolicyRule{APIGroups: []string{"bmc.tinkerbell.org"}, Resources: []string{"machines"}, Verbs: read}
+	for _, tc := range []struct {
+		name string
+		set  []string
+		want []rbacv1.PolicyRule
+	}{
+		{"both off", nil, nil},
+		{"metal3", []string{"powerState.metal3.enabled=true"}, []rbacv1.PolicyRule{metal3}},
+		{"rufio", []string{"powerState.rufio.enabled=true"}, []rbacv1.PolicyRule{rufio}},
+		{"both", []string{"powerState.metal3.enabled=true", "powerState.rufio.enabled=true"}, []rbacv1.PolicyRule{metal3, rufio}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"template", "metal-ccm", chartDir, "--namespace", "kube-system", "--show-only", "templates/rbac.yaml"}
+			for _, s := range tc.set {
+				args = append(args, "--set", s)
+			}
+			got := clusterRoleRules(t, runHelm(t, helm, args...))
+			want := append(append([]rbacv1.PolicyRule{}, base...), tc.want...)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("ClusterRole rules with %v:\n%v\nwant deploy/rbac.yaml's and %v", tc.set, got, tc.want)
+			}
+		})
+	}
+}
