@@ -27,7 +27,8 @@ func (s Selector) String() string {
 	}
 }
 
-func (s Selector) matches(cs *ComputerSystem) bool {
+// Matches says whether cs is the system s selects.
+func (s Selector) Matches(cs *ComputerSystem) bool {
 	switch {
 	case s.ID != "":
 		return cs.ID == s.ID
@@ -98,7 +99,7 @@ func (c *Client) FindSystem(ctx context.Context, sel Selector) (*ComputerSystem,
 		if err != nil {
 			return nil, err
 		}
-		if sel.matches(cs) {
+		if sel.Matches(cs) {
 			return cs, nil
 		}
 	}

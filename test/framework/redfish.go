@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
+	"log"
 	"net/http/httptest"
 	"os"
 	"path"
@@ -112,6 +114,8 @@ func StartRedfishBMC(t testing.TB, name string, o RedfishOptions) *RedfishBMC {
 		t.Fatal(err)
 	}
 	b.server = httptest.NewUnstartedServer(b)
+	// Clients that refuse the certificate are what some tests want.
+	b.server.Config.ErrorLog = log.New(io.Discard, "", 0)
 	b.server.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	b.server.StartTLS()
 	b.Endpoint = b.server.URL
@@ -187,12 +191,17 @@ func (b *RedfishBMC) SetFaults(f RedfishFaults) {
 }
 
 // SetPowerState sets a system's PowerState as the BMC reports it (On, Off,
-// PoweringOn...), as if its machine changed by itself; the machine
-// callback is not called.
+// PoweringOn...; "" removes it), as if its machine changed by itself; the
+// machine callback is not called.
 func (b *RedfishBMC) SetPowerState(systemID, state string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.resources[path.Join(path.Dir(mockupSystem), systemID)]["PowerState"] = state
+	r := b.resources[path.Join(path.Dir(mockupSystem), systemID)]
+	if state == "" {
+		delete(r, "PowerState")
+		return
+	}
+	r["PowerState"] = state
 }
 
 // PowerState is a system's PowerState.

@@ -6,4 +6,5 @@ package builtin
 import (
 	// Each registers itself with pkg/powerstate.
 	_ "github.com/metal-ccm/metal-ccm/pkg/powerstate/ipmi"
+	_ "github.com/metal-ccm/metal-ccm/pkg/powerstate/redfish"
 )
