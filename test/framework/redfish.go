@@ -3,6 +3,7 @@ package framework
 import (
 	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
 	"embed"
 	"encoding/hex"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path"
@@ -248,4 +250,37 @@ func randomHex(n int) string {
 	p := make([]byte, n)
 	_, _ = rand.Read(p)
 	return hex.EncodeToString(p)
+}
+
+// Power switches a system on or off through the BMC's Reset action (On or
+// ForceOff), as an operator would: an HTTPS request with basic auth,
+// independent of the client under test.
+func (b *RedfishBMC) Power(t testing.TB, systemID string, on bool) {
+	t.Helper()
+	reset := map[bool]string{true: "On", false: "ForceOff"}[on]
+	pool := x509.NewCertPool()
+	caPEM, err := os.ReadFile(b.CAFile)
+	if err != nil || !pool.AppendCertsFromPEM(caPEM) {
+		t.Fatalf("the BMC's CA %s: %v", b.CAFile, err)
+	}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	defer c.CloseIdleConnections()
+	target := b.Endpoint + path.Join(path.Dir(mockupSystem), systemID) + "/Actions/ComputerSystem.Reset"
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, target, strings.NewReader(`{"ResetType": "`+reset+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth(b.User, b.Password)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("Reset %s: %v", reset, err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("Reset %s: HTTP %d", reset, resp.StatusCode)
+	}
+	if got, want := b.PowerState(systemID), map[bool]string{true: "On", false: "Off"}[on]; got != want {
+		t.Fatalf("after Reset %s the system is %q", reset, got)
+	}
 }
