@@ -53,19 +53,22 @@ func l2() row {
 	}}
 }
 
-// power is the leader's questions to the machines' BMCs, and to the
-// objects of Metal3 and Rufio that hold their power state.
+// power is the leader's questions to the machines' BMCs, by source, and
+// to the objects of Metal3 and Rufio that hold their power state.
 func power() row {
 	return row{"Power state", []cog.Builder[dashboard.Panel]{
-		series("BMC answers", "Questions to BMCs per second by answer. timeout, error and settings are never taken as a shutdown: their nodes are not reported shut down.",
+		series("BMC answers", "Questions to BMCs per second by source and answer. timeout, unauthorized, error, other and settings are never taken as a shutdown: their nodes are not reported shut down.",
 			look{unit: "reqps", min: ptr(0.0), span: 8, stacked: true},
-			query{"sum by (result) (rate(" + ccm("metal_ccm_ipmi_requests_total") + rateInterval + "))", "{{result}}"}),
-		series("BMC question time (p95)", "95th percentile of one question to a BMC (session, chassis status, close).",
+			query{"sum by (result) (rate(" + ccm("metal_ccm_ipmi_requests_total") + rateInterval + "))", "ipmi {{result}}"},
+			query{"sum by (result) (rate(" + ccm("metal_ccm_redfish_requests_total") + rateInterval + "))", "redfish {{result}}"}),
+		series("BMC question time (p95)", "95th percentile of one question to a BMC, by source (ipmi: session, chassis status, close; redfish: a login when needed, the system's resource).",
 			look{unit: "s", min: ptr(0.0), span: 8},
-			query{"histogram_quantile(0.95, sum by (le) (rate(" + ccm("metal_ccm_ipmi_request_duration_seconds_bucket") + rateInterval + ")))", "p95"}),
-		series("BMC answers from the cache", "Questions answered from the source's cache (cacheAge) without asking the BMC, per second.",
+			query{"histogram_quantile(0.95, sum by (le) (rate(" + ccm("metal_ccm_ipmi_request_duration_seconds_bucket") + rateInterval + ")))", "ipmi p95"},
+			query{"histogram_quantile(0.95, sum by (le) (rate(" + ccm("metal_ccm_redfish_request_duration_seconds_bucket") + rateInterval + ")))", "redfish p95"}),
+		series("BMC answers from the cache", "Questions answered from the source's cache (cacheAge) without asking the BMC, per second, by source.",
 			look{unit: "reqps", min: ptr(0.0), span: 8},
-			query{"sum(rate(" + ccm("metal_ccm_ipmi_cached_answers_total") + rateInterval + "))", "cached"}),
+			query{"sum(rate(" + ccm("metal_ccm_ipmi_cached_answers_total") + rateInterval + "))", "ipmi"},
+			query{"sum(rate(" + ccm("metal_ccm_redfish_cached_answers_total") + rateInterval + "))", "redfish"}),
 		series("Metal3 host answers", "Questions of the metal3 source per second by answer, from its cache of BareMetalHosts. not_provisioned, no_power_state, not_found, not_synced and settings are never taken as a shutdown; gone is a deleted host, whose node upstream deletes.",
 			look{unit: "reqps", min: ptr(0.0), span: 8, stacked: true},
 			query{"sum by (result) (rate(" + ccm("metal_ccm_metal3_answers_total") + rateInterval + "))", "{{result}}"}),

@@ -50,7 +50,7 @@ func run(root, ccm, out string) error {
 		return err
 	}
 	var mets []metric
-	for _, pkg := range []string{"metal", "replica", "lbcontroller", "protocol/bgp", "protocol/l2", "powerstate/ipmi", "powerstate/metal3", "powerstate/rufio"} {
+	for _, pkg := range []string{"metal", "replica", "lbcontroller", "protocol/bgp", "protocol/l2", "powerstate/ipmi", "powerstate/metal3", "powerstate/rufio", "powerstate/redfish"} {
 		m, err := loadMetrics(filepath.Join(root, "pkg", pkg))
 		if err != nil {
 			return err

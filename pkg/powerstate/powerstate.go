@@ -72,6 +72,14 @@ func (e Env) Ctx() context.Context {
 	return e.Context
 }
 
+// Fencer is a Source that can also power a machine off through its BMC, at
+// once and without asking its operating system: fencing a machine that is
+// hung but powered. It returns once the BMC took the order; the source's next
+// answer is the BMC's new word.
+type Fencer interface {
+	PowerOff(ctx context.Context, m Machine) error
+}
+
 // Factory builds a Source from its settings (nodes.powerState.settings, a
 // JSON object; nil when none are given) and the provider's environment. It
 // should check the settings and fail with an error that says which setting

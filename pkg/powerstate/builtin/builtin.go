@@ -8,4 +8,5 @@ import (
 	_ "github.com/metal-ccm/metal-ccm/pkg/powerstate/ipmi"
 	_ "github.com/metal-ccm/metal-ccm/pkg/powerstate/metal3"
 	_ "github.com/metal-ccm/metal-ccm/pkg/powerstate/rufio"
+	_ "github.com/metal-ccm/metal-ccm/pkg/powerstate/redfish"
 )
