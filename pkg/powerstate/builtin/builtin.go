@@ -7,6 +7,6 @@ import (
 	// Each registers itself with pkg/powerstate.
 	_ "github.com/metal-ccm/metal-ccm/pkg/powerstate/ipmi"
 	_ "github.com/metal-ccm/metal-ccm/pkg/powerstate/metal3"
-	_ "github.com/metal-ccm/metal-ccm/pkg/powerstate/rufio"
 	_ "github.com/metal-ccm/metal-ccm/pkg/powerstate/redfish"
+	_ "github.com/metal-ccm/metal-ccm/pkg/powerstate/rufio"
 )
