@@ -23,7 +23,7 @@ import (
 // failover within l2TwoNodeBound, where without the witness the node left
 // stays silent until the other is not Ready (40 s by default).
 const (
-	l2TwoNodeFault = "L2, two nodes: the answering node powered off (its link down)"
+	l2TwoNodeFault = "L2, two nodes: the answering node powered off (its link down, its agent frozen)"
 	l2TwoNodeBound = 5 * time.Second
 )
 
@@ -31,9 +31,9 @@ const (
 // is labelled out of L2 (l2.nodeSelector), so that two agents are
 // expected, and holds the one pod of a Service of its own, so that a
 // powered-off L2 node takes only its answering away. Each fault powers off
-// the node that answers for one of the Service's addresses, holder of the
-// witness Lease or not, under a request loop. The label goes when the row
-// ends.
+// the node that answers for one of the Service's addresses (its link down
+// and its agent frozen), holder of the witness Lease or not, under a
+// request loop. The label goes when the row ends.
 func twoNodes(t *testing.T, c *netlab.L2Cluster, cs kubernetes.Interface, ns string) result {
 	t.Helper()
 	res := result{fault: l2TwoNodeFault, duplicates: -1, changed: -1, limit: l2TwoNodeBound,
@@ -89,14 +89,22 @@ func twoNodes(t *testing.T, c *netlab.L2Cluster, cs kubernetes.Interface, ns str
 		t.Fatalf("nobody holds the witness Lease %s with two agents expected: %v", framework.L2WitnessLease, err)
 	}
 	held := 0
-	for i := range prof.l2Faults {
+	// At least two faults, so that both cases are measured: the node
+	// powered off holds the witness (the other waits for the Lease), or
+	// not (the other holds it and answers at once).
+	for i := range max(2, prof.l2Faults) {
 		vip := vips[i%len(vips)]
 		owner := netlab.L2Owner(vip, two)
+		want := c.RealNodes[owner].Name
+		if i%2 == 1 {
+			want = c.RealNodes[1-owner].Name
+		}
+		handOver(t, cs, leaseNS, leaseName, want)
 		f := l2Fault{c: c, vip: vip, owner: owner, next: 1 - owner, bound: l2TwoNodeBound}
 		if holder() == c.RealNodes[owner].Name {
 			held++
 		}
-		f.run(t, &res, func() error { return c.SetNodeLink(owner, false) }, func() error { return c.SetNodeLink(owner, true) }, nil)
+		f.run(t, &res, func() error { return powerOff(c, owner, true) }, func() error { return powerOff(c, owner, false) }, nil)
 		if t.Failed() {
 			break
 		}
@@ -105,4 +113,50 @@ func twoNodes(t *testing.T, c *netlab.L2Cluster, cs kubernetes.Interface, ns str
 	res.note = fmt.Sprintf("recovery: the fault to requests succeeding again through the other node (goal: %s; the test fails past %s); the powered-off node held the witness Lease in %d of %d faults",
 		l2TwoNodeBound, 2*l2TwoNodeBound, held, res.injected)
 	return res
+}
+
+// powerOff powers node i off (its link down and its agent frozen) or on:
+// unlike the link alone, a powered-off agent renews no Lease, and the
+// witness moves only so.
+func powerOff(c *netlab.L2Cluster, i int, off bool) error {
+	if off {
+		if err := c.SetNodeLink(i, false); err != nil {
+			return err
+		}
+		return c.Agents[i].Freeze(true)
+	}
+	if err := c.Agents[i].Freeze(false); err != nil {
+		return err
+	}
+	return c.SetNodeLink(i, true)
+}
+
+// handOver gives the witness Lease to the agent of node as an operator
+// would, by writing its holder: the agent that held it sees another holder
+// at its next renewal and stops counting the vote, within the witness's
+// renew deadline (2 s), which the hand-over waits out; the new holder
+// renews it from then on.
+func handOver(t *testing.T, cs kubernetes.Interface, ns, name, node string) {
+	t.Helper()
+	ctx := context.Background()
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		l, err := cs.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil //nolint:nilerr // retried
+		}
+		if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == node {
+			return true, nil
+		}
+		l.Spec.HolderIdentity = &node
+		_, err = cs.CoordinationV1().Leases(ns).Update(ctx, l, metav1.UpdateOptions{})
+		return false, nil //nolint:nilerr // a conflict with a renewal: read again
+	})
+	if err != nil {
+		t.Fatalf("handing the witness Lease to %s: %v", node, err)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	l, err := cs.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != node {
+		t.Fatalf("the witness Lease after handing it to %s: %v, %v", node, l, err)
+	}
 }

@@ -87,6 +87,20 @@ func (p *Process) Kill() {
 	<-p.done
 }
 
+// Freeze stops the process (SIGSTOP, by its PID) or lets it go on
+// (SIGCONT): a frozen process holds its sockets and answers nothing, as on
+// a machine that lost power.
+func (p *Process) Freeze(on bool) error {
+	sig := syscall.SIGCONT
+	if on {
+		sig = syscall.SIGSTOP
+	}
+	if err := syscall.Kill(p.PID(), sig); err != nil {
+		return fmt.Errorf("%s: %v: %w", p.Name, sig, err)
+	}
+	return nil
+}
+
 // Terminate sends SIGTERM to the process group and returns at once.
 func (p *Process) Terminate() {
 	_ = syscall.Kill(-p.PID(), syscall.SIGTERM)

@@ -3,6 +3,7 @@ package elect
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +28,25 @@ type Witness interface {
 	Want(bool)
 	Held() bool
 	Changed() <-chan struct{}
+}
+
+// WantsWitness: the member of v is one of exactly two expected agents, and
+// its node can carry addresses (its gossiped fitness: kube-proxy passes,
+// an interface on a segment is up). A node that cannot forward lets the
+// witness go, so that a holder cut from its peer and its clients but not
+// from the API server does not keep the addresses silent; a node out of
+// l2.nodeSelector never takes it.
+func WantsWitness(v View) bool {
+	if len(v.Expected) != 2 || v.Self == nil {
+		return false
+	}
+	for _, m := range Bound(v.Alive, v.Expected) {
+		if !slices.ContainsFunc(m.Addresses, func(a netip.Addr) bool { return slices.Contains(v.Self, a.Unmap()) }) {
+			continue
+		}
+		return m.Fitness.Forwards && (m.Fitness.AnyAddress || len(m.Fitness.Reach) > 0)
+	}
+	return false
 }
 
 // Recheck bounds how long a change the watcher is not told of (a node's
@@ -97,7 +117,7 @@ func (w *Watcher) Round(ctx context.Context) (Round, bool) {
 	}
 	v := View{Candidates: w.Candidates.Snapshot(), Self: w.Self, Alive: w.Members.Alive(), Expected: ExpectedAgents(list, w.Selects)}
 	if w.Witness != nil {
-		w.Witness.Want(len(v.Expected) == 2)
+		w.Witness.Want(WantsWitness(v))
 		v.Witness = w.Witness.Held()
 	}
 	w.join(ctx, list, v.Alive)

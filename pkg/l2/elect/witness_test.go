@@ -40,3 +40,32 @@ func TestWitnessMajority(t *testing.T) {
 		})
 	}
 }
+
+// TestWantsWitness: only an expected member of exactly two, whose node can
+// carry addresses, takes the witness.
+func TestWantsWitness(t *testing.T) {
+	a, b := l2Nodes[0], l2Nodes[1]
+	fit := member.Fitness{Forwards: true, AnyAddress: true}
+	a.Fitness, b.Fitness = fit, fit
+	unfit := a
+	unfit.Fitness = member.Fitness{Forwards: true} // no interface on a segment
+	two := expectedOf(l2Nodes[:2])
+	for _, tc := range []struct {
+		name string
+		view View
+		want bool
+	}{
+		{"one of two, fit", View{Alive: []member.Member{a, b}, Expected: two, Self: a.Addresses}, true},
+		{"one of two, alone", View{Alive: []member.Member{a}, Expected: two, Self: a.Addresses}, true},
+		{"one of two, no segment", View{Alive: []member.Member{unfit, b}, Expected: two, Self: a.Addresses}, false},
+		{"not expected (out of l2.nodeSelector)", View{Alive: []member.Member{a, b, l2Nodes[2]}, Expected: two, Self: l2Nodes[2].Addresses}, false},
+		{"three expected", View{Alive: []member.Member{a, b}, Expected: expectedOf(l2Nodes), Self: a.Addresses}, false},
+		{"observer", View{Alive: []member.Member{a, b}, Expected: two}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := WantsWitness(tc.view); got != tc.want {
+				t.Fatalf("WantsWitness %t, want %t", got, tc.want)
+			}
+		})
+	}
+}
