@@ -148,8 +148,9 @@ func handOver(t *testing.T, cs kubernetes.Interface, ns, name, node string) {
 			return true, nil
 		}
 		l.Spec.HolderIdentity = &node
-		_, err = cs.CoordinationV1().Leases(ns).Update(ctx, l, metav1.UpdateOptions{})
-		return false, nil //nolint:nilerr // a conflict with a renewal: read again
+		// A conflict with a renewal fails it: the next round reads again.
+		_, _ = cs.CoordinationV1().Leases(ns).Update(ctx, l, metav1.UpdateOptions{})
+		return false, nil
 	})
 	if err != nil {
 		t.Fatalf("handing the witness Lease to %s: %v", node, err)
