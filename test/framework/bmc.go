@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -22,6 +23,8 @@ type BMC struct {
 	// take credentials from files.
 	UserFile, PasswordFile string
 	process                *Process
+	// stopped: the BMC is frozen (SetReachable false).
+	stopped bool
 }
 
 // BMCAvailable reports why a BMC cannot run here (ipmi_sim or ipmitool
@@ -83,7 +86,10 @@ set_working_mc 0x20
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.process.Stop(5 * time.Second) })
+	t.Cleanup(func() {
+		_ = b.SetReachable(true) // a frozen BMC would stop only at SIGKILL
+		b.process.Stop(5 * time.Second)
+	})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		out, err := b.IPMITool("chassis", "power", "status")
@@ -107,27 +113,53 @@ func (b *BMC) IPMITool(args ...string) (string, error) {
 }
 
 // Power switches the machine on or off through the BMC, as an operator
-// would, and waits until the BMC says it is so.
+// would, and waits until the BMC says it is so; it fails the test if not.
 func (b *BMC) Power(t testing.TB, on bool) {
 	t.Helper()
+	if err := b.SetPower(on); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// SetPower switches the machine on or off through the BMC (ipmitool
+// chassis power on|off) and waits up to 15 s until the BMC says it is so.
+func (b *BMC) SetPower(on bool) error {
 	want := "off"
 	if on {
 		want = "on"
 	}
 	if out, err := b.IPMITool("chassis", "power", want); err != nil {
-		t.Fatalf("ipmitool chassis power %s: %v %s", want, err, out)
+		return fmt.Errorf("ipmitool chassis power %s: %w %s", want, err, out)
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		out, err := b.IPMITool("chassis", "power", "status")
 		if err == nil && strings.Contains(out, "is "+want) {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the BMC does not say power %s within 15s: %v %s", want, err, out)
+			return fmt.Errorf("the BMC does not say power %s within 15s: %v %s", want, err, out) //nolint:errorlint // err may be nil: its text only
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// SetReachable freezes the BMC (SIGSTOP, by PID: it answers nothing, and
+// its questions run into their timeout, as those to a BMC whose network is
+// gone) or lets it go on (SIGCONT). Its machine goes on as it was.
+func (b *BMC) SetReachable(reachable bool) error {
+	if reachable == !b.stopped {
+		return nil
+	}
+	sig := syscall.SIGCONT
+	if !reachable {
+		sig = syscall.SIGSTOP
+	}
+	if err := syscall.Kill(b.process.PID(), sig); err != nil {
+		return fmt.Errorf("BMC %s: %w", b.Addr, err)
+	}
+	b.stopped = !reachable
+	return nil
 }
 
 // freeUDPPort is a UDP port on 127.0.0.1 that was free a moment ago.
