@@ -117,8 +117,9 @@ func appendWrongTaints(ctx context.Context, cs kubernetes.Interface, seen []stri
 }
 
 // WaitPowerBack follows node's power-on at on until it is Ready and has no
-// out-of-service taint (nor the CCM's mark of one), and returns how long
-// each took.
+// PowerTaint (the CCM removes its out-of-service taint and mark, upstream
+// its shutdown taint, once the node is Ready), and returns how long each
+// took.
 func WaitPowerBack(ctx context.Context, cs kubernetes.Interface, node string, on time.Time, timeout time.Duration) (ready, untainted time.Duration, err error) {
 	deadline := on.Add(timeout)
 	for {
@@ -127,13 +128,12 @@ func WaitPowerBack(ctx context.Context, cs kubernetes.Interface, node string, on
 			if ready == 0 && nodeIsReady(n) {
 				ready = time.Since(on)
 			}
-			if _, marked := n.Annotations[annotation.OutOfService]; ready > 0 && !marked &&
-				!slices.Contains(powerTaintsOf(n), outofservice.TaintKey) {
+			if _, marked := n.Annotations[annotation.OutOfService]; ready > 0 && !marked && len(powerTaintsOf(n)) == 0 {
 				return ready, time.Since(on), nil
 			}
 		}
 		if time.Now().After(deadline) {
-			return ready, 0, fmt.Errorf("node %s not Ready without the out-of-service taint within %s of the power-on (Ready after %s)",
+			return ready, 0, fmt.Errorf("node %s not Ready without power taints within %s of the power-on (Ready after %s)",
 				node, timeout, ready.Round(100*time.Millisecond))
 		}
 		select {
