@@ -182,7 +182,7 @@ func (bl *bmcLab) powerOffs(t *testing.T, res result, n int) result {
 const bmcWindow = 30 * time.Second
 
 // unreachable powers the pod's node's machine off through its BMC and
-// freezes the BMC at once, while the node is still Ready (nobody asks a
+// freezes the BMC as soon as the machine is off, while the node is still Ready (nobody asks a
 // Ready node's BMC): once the node is NotReady every question to its BMC
 // times out, and for bmcWindow no node may get a taint, nor the pod run
 // elsewhere. The machine is then powered on directly (its BMC still
@@ -194,7 +194,13 @@ func (bl *bmcLab) unreachable(t *testing.T, res result, n int) result {
 	for k := range n {
 		x := framework.WaitRunning(t, bl.client, bl.ns, bmcPod, 2*time.Minute)
 		b, m := bl.bmcs[x], bl.machines[x]
+		// The BMC says off once its machine process has ended; the
+		// machine is off once the test has seen that end. Only then is
+		// the BMC frozen, so that it cannot be stopped halfway.
 		err := b.SetPower(false)
+		if err == nil {
+			err = waitMachineOff(m, 30*time.Second)
+		}
 		if err == nil {
 			err = b.SetReachable(false)
 		}
@@ -244,6 +250,18 @@ func (bl *bmcLab) unreachable(t *testing.T, res result, n int) result {
 		bmcWindow, bmcTimeout, len(seen))
 	res.pass = res.survived == res.injected && len(seen) == 0
 	return res
+}
+
+// waitMachineOff waits until machine m has lost its power.
+func waitMachineOff(m *framework.Machine, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for m.OffSince().IsZero() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("machine %s not off %s after its BMC said so", m.Node.Name, timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
 }
 
 // waitNotReady waits until node name is not Ready.

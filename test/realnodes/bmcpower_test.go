@@ -100,7 +100,7 @@ nodes:
 	if f.Tainted == 0 {
 		t.Errorf("the pod moved without the out-of-service taint on %s", x)
 	}
-	framework.WaitObjectEvent(t, client, metav1.NamespaceAll, x, outofservice.ReasonTainted, 10*time.Second)
+	framework.WaitObjectEvent(t, client, metav1.NamespaceAll, x, outofservice.ReasonTainted, 30*time.Second)
 
 	on := time.Now()
 	bmc.Power(t, true)
@@ -109,7 +109,7 @@ nodes:
 		t.Fatal(err)
 	}
 	t.Logf("%s powered on through its BMC: Ready after %.1fs, out-of-service taint removed after %.1fs", x, ready.Seconds(), untainted.Seconds())
-	framework.WaitObjectEvent(t, client, metav1.NamespaceAll, x, outofservice.ReasonUntainted, 10*time.Second)
+	framework.WaitObjectEvent(t, client, metav1.NamespaceAll, x, outofservice.ReasonUntainted, 30*time.Second)
 	// The nodes that stayed on were never tainted, nor is any node now.
 	wrong := append(f.WrongTaints, framework.WatchNoPowerTaints(ctx, client, "", 3*time.Second)...)
 	if len(wrong) > 0 {
