@@ -145,9 +145,11 @@ func (m *Machine) AttachBMC(t testing.TB) *BMC {
 	}
 	w := &powerWatch{m: m, ln: ln, done: make(chan struct{})}
 	go w.serve()
+	t.Cleanup(w.close) // if the BMC does not start (close may run twice)
 	// Stopped before the BMC (cleanups run last first): the BMC's stop
 	// kills the machine process, which is no power-off.
 	b := StartBMC(t, m.Node.Name, "exec /bin/bash "+script)
+	w.arm()
 	t.Cleanup(func() {
 		w.close()
 		if err := m.PowerOn(); err != nil {
@@ -172,6 +174,9 @@ type powerWatch struct {
 	conn net.Conn // the running machine process's, if any
 	// closed: the test is ending; the machine's end is no power-off.
 	closed bool
+	// armed: the BMC is up. Before, a machine process's end is no
+	// power-off (a start of the BMC that failed, stopped with it).
+	armed bool
 }
 
 func (w *powerWatch) serve() {
@@ -196,20 +201,29 @@ func (w *powerWatch) serve() {
 }
 
 // hold waits for the machine process to end (its connection closes), which
-// is the power-off, unless the test is ending.
+// is the power-off, unless the test is ending or the BMC was not up yet.
 func (w *powerWatch) hold(c net.Conn) {
 	defer w.wg.Done()
 	_, _ = io.Copy(io.Discard, c)
 	_ = c.Close()
 	w.mu.Lock()
-	closed := w.closed
+	// Only the end of the running machine process, once the BMC is up,
+	// is a power-off.
+	off := !w.closed && w.armed && w.conn == c
 	if w.conn == c {
 		w.conn = nil
 	}
 	w.mu.Unlock()
-	if !closed {
+	if off {
 		w.set(false)
 	}
+}
+
+// arm makes the machine process's end a power-off from now on.
+func (w *powerWatch) arm() {
+	w.mu.Lock()
+	w.armed = true
+	w.mu.Unlock()
 }
 
 func (w *powerWatch) set(on bool) {

@@ -1,7 +1,9 @@
 package framework
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,5 +99,39 @@ func waitUntil(t *testing.T, what string, ok func() bool) {
 			t.Fatalf("%s: not within 20s", what)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestBMCPortTaken starts a BMC whose serial port another listener took
+// after it was picked: the start fails as such (StartBMC then tries other
+// ports), quickly, and leaves nothing running.
+func TestBMCPortTaken(t *testing.T) {
+	if err := BMCAvailable(); err != nil {
+		t.Skip(err)
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = taken.Close() }()
+	port, err := freeUDPPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	b, err := startBMC(t.TempDir(), "taken", "exec sleep 100000", 1, port, taken.Addr().(*net.TCPAddr).Port)
+	if err == nil {
+		b.process.Stop(5 * time.Second)
+		t.Fatal("a BMC started on a taken serial port")
+	}
+	if !errors.Is(err, errBMCPortTaken) {
+		t.Fatalf("got %v, want %v", err, errBMCPortTaken)
+	}
+	if took := time.Since(start); took > bmcUpWithin {
+		t.Errorf("the failed start took %s", took)
+	}
+	// And StartBMC's own ports give a BMC that answers.
+	if out, err := StartBMC(t, "free", "exec sleep 100000").IPMITool("chassis", "power", "status"); err != nil || !strings.Contains(out, "is on") {
+		t.Errorf("StartBMC: %v %s", err, out)
 	}
 }
