@@ -21,6 +21,10 @@ type profile struct {
 	// powerOffsNoChecks, with them off (today's behaviour, for comparison:
 	// each waits for the node-monitor grace period).
 	powerOffs, powerOffsNoChecks int
+	// bmcPowerOffs are machines powered off through their BMC (a
+	// StatefulSet's pod back elsewhere); bmcUnreachable, BMCs frozen while
+	// their node is NotReady.
+	bmcPowerOffs, bmcUnreachable int
 	// l2Faults is how many times each L2 fault is injected.
 	l2Faults int
 	// outsideServices have their status rewritten outsideRewrites times to
@@ -30,10 +34,10 @@ type profile struct {
 
 var profiles = map[string]profile{
 	"short": {name: "short", stormServices: 60, kills: 3, apiServices: 40, apiRestarts: 1,
-		routeServices: 30, routerRestarts: 1, flaps: 1, cutServices: 10, powerOffs: 1, l2Faults: 1,
+		routeServices: 30, routerRestarts: 1, flaps: 1, cutServices: 10, powerOffs: 1, bmcPowerOffs: 1, bmcUnreachable: 1, l2Faults: 1,
 		outsideServices: 10, outsideRewrites: 5},
 	"full": {name: "full", stormServices: 1000, kills: 20, apiServices: 300, apiRestarts: 2,
-		routeServices: 500, routerRestarts: 3, flaps: 5, cutServices: 50, powerOffs: 10, powerOffsNoChecks: 2, l2Faults: 10,
+		routeServices: 500, routerRestarts: 3, flaps: 5, cutServices: 50, powerOffs: 10, powerOffsNoChecks: 2, bmcPowerOffs: 3, bmcUnreachable: 2, l2Faults: 10,
 		outsideServices: 100, outsideRewrites: 20},
 }
 

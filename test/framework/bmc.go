@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -8,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -22,6 +24,8 @@ type BMC struct {
 	// take credentials from files.
 	UserFile, PasswordFile string
 	process                *Process
+	// stopped: the BMC is frozen (SetReachable false).
+	stopped bool
 }
 
 // BMCAvailable reports why a BMC cannot run here (ipmi_sim or ipmitool
@@ -38,20 +42,55 @@ func BMCAvailable() error {
 // StartBMC starts a BMC whose machine is machine (a command line, run by
 // /bin/sh), powered on, and stops it (and the machine) at the end of the
 // test. It skips the test, saying why, when a BMC cannot run here.
+//
+// Its ports are picked free a moment before ipmi_sim binds them, so that a
+// busy machine may take one in between: ipmi_sim then stops reading its
+// config at that line and answers nothing. Such a start is stopped and
+// tried again with fresh ports; the machine command, which comes after the
+// ports in the config, has not run.
 func StartBMC(t testing.TB, name, machine string) *BMC {
 	t.Helper()
 	if err := BMCAvailable(); err != nil {
 		t.Skip(err)
 	}
 	dir := t.TempDir()
-	port, err := freeUDPPort()
-	if err != nil {
-		t.Fatal(err)
+	const attempts = 5
+	for attempt := 1; ; attempt++ {
+		// The serial port (the machine's VM interface, which the chassis
+		// power control needs) is a TCP listener.
+		port, err := freeUDPPort()
+		var serial int
+		if err == nil {
+			serial, err = freeTCPPort()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := startBMC(dir, name, machine, attempt, port, serial)
+		if err == nil {
+			t.Cleanup(func() {
+				_ = b.SetReachable(true) // a frozen BMC would stop only at SIGKILL
+				b.process.Stop(5 * time.Second)
+			})
+			return b
+		}
+		if !errors.Is(err, errBMCPortTaken) || attempt == attempts {
+			t.Fatalf("BMC %s, start %d of at most %d: %v", name, attempt, attempts, err)
+		}
+		t.Logf("BMC %s, start %d: %v; again with other ports", name, attempt, err)
 	}
-	serial, err := freeUDPPort()
-	if err != nil {
-		t.Fatal(err)
-	}
+}
+
+// errBMCPortTaken: a port picked for the BMC was taken before it bound it.
+var errBMCPortTaken = errors.New("a port was taken before the BMC bound it")
+
+// bmcUpWithin bounds a BMC's start until it answers ipmitool.
+const bmcUpWithin = 20 * time.Second
+
+// startBMC is one start of StartBMC's BMC on UDP port (RMCP+) and TCP port
+// serial, its files in dir: the BMC answering, or an error and nothing left
+// running.
+func startBMC(dir, name, machine string, attempt, port, serial int) (*BMC, error) {
 	b := &BMC{Addr: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)), User: "admin", Password: "bmc-" + name, //nolint:gosec // a port
 		UserFile: filepath.Join(dir, "user"), PasswordFile: filepath.Join(dir, "password")}
 	lan := fmt.Sprintf(`name %q
@@ -72,26 +111,36 @@ set_working_mc 0x20
 	emu := "mc_setbmc 0x20\nmc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr\nsel_enable 0x20 1000 0x0a\nmc_enable 0x20\n"
 	for path, content := range map[string]string{"lan.conf": lan, "node.emu": emu, "user": b.User + "\n", "password": b.Password + "\n"} {
 		if err := os.WriteFile(filepath.Join(dir, path), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "state"), 0o700); err != nil {
-		t.Fatal(err)
+	state := filepath.Join(dir, "state")
+	if err := os.RemoveAll(state); err != nil {
+		return nil, err
 	}
-	b.process, err = StartProcess("bmc-"+name, filepath.Join(dir, "ipmi_sim.log"), false, "ipmi_sim",
-		"-c", filepath.Join(dir, "lan.conf"), "-f", filepath.Join(dir, "node.emu"), "-s", filepath.Join(dir, "state"), "-n")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return nil, err
+	}
+	var err error
+	b.process, err = StartProcess("bmc-"+name, filepath.Join(dir, fmt.Sprintf("ipmi_sim-%d.log", attempt)), false, "ipmi_sim",
+		"-c", filepath.Join(dir, "lan.conf"), "-f", filepath.Join(dir, "node.emu"), "-s", state, "-n")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	t.Cleanup(func() { b.process.Stop(5 * time.Second) })
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(bmcUpWithin)
 	for {
 		out, err := b.IPMITool("chassis", "power", "status")
 		if err == nil && strings.Contains(out, "on") {
-			return b
+			return b, nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("BMC %s not up in 10s: %v %s\n%s", name, err, out, b.process.LogTail(20))
+		taken := b.process.LogContains("address already in use")
+		if taken || b.process.Exited() || time.Now().After(deadline) {
+			tail := b.process.LogTail(20)
+			b.process.Stop(5 * time.Second)
+			if taken {
+				return nil, fmt.Errorf("%w (UDP %d, TCP %d): %s", errBMCPortTaken, port, serial, tail)
+			}
+			return nil, fmt.Errorf("not up in %s: %v %s\n%s", bmcUpWithin, err, out, tail) //nolint:errorlint // err may be nil: its text only
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -107,27 +156,63 @@ func (b *BMC) IPMITool(args ...string) (string, error) {
 }
 
 // Power switches the machine on or off through the BMC, as an operator
-// would, and waits until the BMC says it is so.
+// would, and waits until the BMC says it is so; it fails the test if not.
 func (b *BMC) Power(t testing.TB, on bool) {
 	t.Helper()
+	if err := b.SetPower(on); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// SetPower switches the machine on or off through the BMC (ipmitool
+// chassis power on|off) and waits up to 15 s until the BMC says it is so.
+func (b *BMC) SetPower(on bool) error {
 	want := "off"
 	if on {
 		want = "on"
 	}
 	if out, err := b.IPMITool("chassis", "power", want); err != nil {
-		t.Fatalf("ipmitool chassis power %s: %v %s", want, err, out)
+		return fmt.Errorf("ipmitool chassis power %s: %w %s", want, err, out)
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		out, err := b.IPMITool("chassis", "power", "status")
 		if err == nil && strings.Contains(out, "is "+want) {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the BMC does not say power %s within 15s: %v %s", want, err, out)
+			return fmt.Errorf("the BMC does not say power %s within 15s: %v %s", want, err, out) //nolint:errorlint // err may be nil: its text only
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// SetReachable freezes the BMC (SIGSTOP, by PID: it answers nothing, and
+// its questions run into their timeout, as those to a BMC whose network is
+// gone) or lets it go on (SIGCONT). Its machine goes on as it was.
+func (b *BMC) SetReachable(reachable bool) error {
+	if reachable == !b.stopped {
+		return nil
+	}
+	sig := syscall.SIGCONT
+	if !reachable {
+		sig = syscall.SIGSTOP
+	}
+	if err := syscall.Kill(b.process.PID(), sig); err != nil {
+		return fmt.Errorf("BMC %s: %w", b.Addr, err)
+	}
+	b.stopped = !reachable
+	return nil
+}
+
+// freeTCPPort is a TCP port on 127.0.0.1 that was free a moment ago.
+func freeTCPPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free TCP port: %w", err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // freeUDPPort is a UDP port on 127.0.0.1 that was free a moment ago.
