@@ -88,6 +88,7 @@ func (n *Nodes) validate(p *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(p.Child("powerState", "outOfService", "confirmFor"), d.Duration.String(),
 			fmt.Sprintf("must be from %s to %s", MinOutOfServiceConfirmFor, MaxOutOfServiceConfirmFor)))
 	}
+	errs = append(errs, validateFencing(p.Child("powerState", "fencing"), n.PowerState)...)
 	for i := range n.Inventory {
 		errs = append(errs, validateObject(p.Child("inventory").Index(i).Child("powerState"), n.Inventory[i].PowerState)...)
 	}
@@ -196,6 +197,26 @@ func validateTopology(p *field.Path, rules []TopologyRule) field.ErrorList {
 					fmt.Sprintf("overlaps topology[%d].subnet %s", parsed[a].i, rules[parsed[a].i].Subnet)))
 			}
 		}
+	}
+	return errs
+}
+
+// validateFencing checks nodes.powerState.fencing. Whether the source can
+// power machines off is checked where the sources are linked (the
+// provider), as the source's name is.
+func validateFencing(p *field.Path, ps PowerState) field.ErrorList {
+	var errs field.ErrorList
+	f := ps.Fencing
+	if f.Enabled && ps.Source == DefaultPowerStateSource {
+		errs = append(errs, field.Invalid(p.Child("enabled"), true,
+			"needs a power-state source that can power machines off (ipmi, redfish), not none"))
+	}
+	if d := f.After; d != nil && (d.Duration < MinFencingAfter || d.Duration > MaxFencingAfter) {
+		errs = append(errs, field.Invalid(p.Child("after"), d.Duration.String(),
+			fmt.Sprintf("must be from %s to %s", MinFencingAfter, MaxFencingAfter)))
+	}
+	if m := f.MaxNodes; m != nil && *m < 1 {
+		errs = append(errs, field.Invalid(p.Child("maxNodes"), *m, "must be at least 1"))
 	}
 	return errs
 }

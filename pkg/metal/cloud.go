@@ -109,6 +109,11 @@ func newState(cfg *config.CloudConfig, env powerstate.Env) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nodes.powerState.settings: %w", err)
 	}
+	if _, ok := power.(powerstate.Fencer); ps.Fencing.Enabled && !ok {
+		_ = power.Close()
+		return nil, field.Invalid(field.NewPath("nodes", "powerState", "fencing", "enabled"), true,
+			fmt.Sprintf("power-state source %s cannot power machines off: fencing needs one that can (ipmi, redfish)", ps.Source))
+	}
 	return &state{cfg: cfg, nodes: nodes, power: power, pools: buildPools(cfg.LoadBalancer.Pools)}, nil
 }
 
