@@ -166,6 +166,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 		go c.runStatusWriter(ctx, client)
 	}
 	go c.runOutOfService(ctx, client)
+	go c.runFencing(ctx, client)
 	go c.runCSRApproval(ctx, client)
 }
 
