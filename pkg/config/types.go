@@ -479,6 +479,10 @@ type Fencing struct {
 	// be fenced: with more NotReady nodes (fenced ones included), none is.
 	// At least 1. Default: 1.
 	MaxNodes *int32 `json:"maxNodes,omitempty"`
+	// MaxShare, a percentage of the nodes ("40%"), lowers the limit to
+	// that share of the cluster's nodes (rounded down) when it is below
+	// maxNodes. From 1% to 100%. Default: none (maxNodes alone).
+	MaxShare string `json:"maxShare,omitempty"`
 	// DryRun only records the Event WouldFence: nothing is powered off.
 	// Default: false.
 	DryRun bool `json:"dryRun,omitempty"`

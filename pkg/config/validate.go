@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"strconv"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -218,5 +220,22 @@ func validateFencing(p *field.Path, ps PowerState) field.ErrorList {
 	if m := f.MaxNodes; m != nil && *m < 1 {
 		errs = append(errs, field.Invalid(p.Child("maxNodes"), *m, "must be at least 1"))
 	}
+	if f.MaxShare != "" {
+		if _, err := f.MaxSharePercent(); err != nil {
+			errs = append(errs, field.Invalid(p.Child("maxShare"), f.MaxShare, err.Error()))
+		}
+	}
 	return errs
+}
+
+// MaxSharePercent is MaxShare as a number of percent; 0 when it is not set.
+func (f Fencing) MaxSharePercent() (int, error) {
+	if f.MaxShare == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(f.MaxShare, "%"))
+	if err != nil || !strings.HasSuffix(f.MaxShare, "%") || n < 1 || n > 100 {
+		return 0, errors.New(`must be a percentage from "1%" to "100%"`)
+	}
+	return n, nil
 }

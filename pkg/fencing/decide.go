@@ -20,6 +20,9 @@ type Settings struct {
 	Enabled  bool
 	After    time.Duration
 	MaxNodes int
+	// MaxShare, in percent of the nodes (0: none), lowers the limit to
+	// that share of the nodes, rounded down, when it is below MaxNodes.
+	MaxShare int
 	DryRun   bool
 	Source   string // for the Events
 }
@@ -41,13 +44,28 @@ type Decision struct {
 	Due []NodeState
 	// NotReady counts the NotReady nodes, fenced ones included.
 	NotReady int
-	// Held: more nodes are NotReady than MaxNodes, so none of Due is fenced.
+	// Limit is the most NotReady nodes with which any is fenced: MaxNodes,
+	// or MaxShare of the nodes when that is lower.
+	Limit int
+	// Held: more nodes are NotReady than Limit, so none of Due is fenced.
 	Held bool
+}
+
+// Limit is the most NotReady nodes, out of total, with which any is fenced.
+func (s Settings) Limit(total int) int {
+	limit := s.MaxNodes
+	if s.MaxShare > 0 {
+		if share := total * s.MaxShare / 100; share < limit {
+			limit = share
+		}
+	}
+	return limit
 }
 
 // Decide says which nodes are due to be fenced at now. A node is due when it
 // is NotReady, has been for at least After, and is not fenced yet. When more
-// nodes are NotReady than MaxNodes (counting the fenced ones that are not
+// nodes are NotReady than the limit (MaxNodes, or MaxShare of the nodes when
+// lower), counting the fenced ones that are not
 // Ready again), fencing is held: none is fenced, as in medik8s'
 // node-healthcheck. So many nodes at once point at a cause no power-off
 // mends (a network partition, the control plane), and the limit keeps
@@ -64,7 +82,8 @@ func Decide(nodes []NodeState, now time.Time, s Settings) Decision {
 		}
 		d.Due = append(d.Due, n)
 	}
-	d.Held = len(d.Due) > 0 && d.NotReady > s.MaxNodes
+	d.Limit = s.Limit(len(nodes))
+	d.Held = len(d.Due) > 0 && d.NotReady > d.Limit
 	return d
 }
 

@@ -122,8 +122,8 @@ func (c *Controller) Sync(ctx context.Context) {
 			c.held[due.Name] = true
 			count(resultHeld)
 			c.Event(byName[due.Name], v1.EventTypeWarning, ReasonHeld,
-				"NotReady since %s (more than %s), but %d nodes are NotReady (fenced ones included), more than fencing.maxNodes %d: no node is fenced while so many are",
-				due.NotReadySince.UTC().Format(time.RFC3339), s.After, d.NotReady, s.MaxNodes)
+				"NotReady since %s (more than %s), but %d of %d nodes are NotReady (fenced ones included), more than the limit %d (fencing.maxNodes %d, maxShare %d%%): no node is fenced while so many are",
+				due.NotReadySince.UTC().Format(time.RFC3339), s.After, d.NotReady, len(states), d.Limit, s.MaxNodes, s.MaxShare)
 		}
 		return
 	}

@@ -30,6 +30,7 @@ func TestDecide(t *testing.T) {
 		name     string
 		nodes    []NodeState
 		maxNodes int
+		maxShare int
 		want     []string
 		held     bool
 	}{
@@ -42,6 +43,9 @@ func TestDecide(t *testing.T) {
 		{name: "two NotReady, limit 2", nodes: []NodeState{notReady("a", time.Hour), notReady("b", 2*time.Minute)}, maxNodes: 2, want: []string{"a", "b"}},
 		{name: "a fenced node not Ready again counts", nodes: []NodeState{{Name: "f", NotReadySince: t0.Add(-time.Hour), Fenced: true}, notReady("a", time.Hour)}, held: true, want: []string{"a"}},
 		{name: "a fenced node Ready again does not count", nodes: []NodeState{{Name: "f", Ready: true, Fenced: true}, notReady("a", time.Hour)}, want: []string{"a"}},
+		{name: "limit 2, share 50% of 2 nodes: 1, held", nodes: []NodeState{notReady("a", time.Hour), notReady("b", time.Hour)}, maxNodes: 2, maxShare: 50, held: true, want: []string{"a", "b"}},
+		{name: "limit 2, share 50% of 4 nodes: 2", nodes: []NodeState{notReady("a", time.Hour), notReady("b", time.Hour), ready, ready}, maxNodes: 2, maxShare: 50, want: []string{"a", "b"}},
+		{name: "share 40% of 2 nodes rounds to 0: held", nodes: []NodeState{notReady("a", time.Hour), ready}, maxShare: 40, held: true, want: []string{"a"}},
 		{name: "over the limit, nobody due: not held", nodes: []NodeState{notReady("a", time.Second), notReady("b", time.Second)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,6 +53,7 @@ func TestDecide(t *testing.T) {
 			if tc.maxNodes > 0 {
 				s.MaxNodes = tc.maxNodes
 			}
+			s.MaxShare = tc.maxShare
 			d := Decide(tc.nodes, t0, s)
 			var got []string
 			for _, n := range d.Due {

@@ -43,6 +43,7 @@ func (c *Cloud) runFencing(ctx context.Context, client kubernetes.Interface) {
 			if f.MaxNodes != nil {
 				s.MaxNodes = int(*f.MaxNodes)
 			}
+			s.MaxShare, _ = f.MaxSharePercent() // validated with the config
 			return s
 		},
 		Event: func(n *v1.Node, eventType, reason, format string, args ...any) {
