@@ -53,8 +53,9 @@ func l2() row {
 	}}
 }
 
-// power is the leader's questions to the machines' BMCs, by source, and
-// to the objects of Metal3 and Rufio that hold their power state.
+// power is the leader's questions to the machines' BMCs, by source, to
+// the objects of Metal3 and Rufio that hold their power state, and its
+// fencing.
 func power() row {
 	return row{"Power state", []cog.Builder[dashboard.Panel]{
 		series("BMC answers", "Questions to BMCs per second by source and answer. timeout, unauthorized, error, other and settings are never taken as a shutdown: their nodes are not reported shut down.",
@@ -79,5 +80,8 @@ func power() row {
 			look{unit: "reqps", min: ptr(0.0), span: 8},
 			query{"sum(rate(" + ccm("metal_ccm_metal3_watch_errors_total") + rateInterval + "))", "metal3"},
 			query{"sum(rate(" + ccm("metal_ccm_rufio_watch_errors_total") + rateInterval + "))", "rufio"}),
+		series("Fencing", "Nodes due to be fenced (NotReady past fencing.after while the source says On), per interval, by result: fenced (powered off through the BMC), dry_run (only the Event WouldFence), held (more NotReady nodes than fencing.maxNodes: none fenced), error (the BMC refused the power-off).",
+			look{unit: "short", min: ptr(0.0), span: 8, stacked: true},
+			query{"sum by (result) (increase(" + ccm("metal_ccm_fencing_total") + rateInterval + "))", "{{result}}"}),
 	}}
 }

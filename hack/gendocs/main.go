@@ -50,7 +50,7 @@ func run(root, ccm, out string) error {
 		return err
 	}
 	var mets []metric
-	for _, pkg := range []string{"metal", "replica", "lbcontroller", "protocol/bgp", "protocol/l2", "powerstate/ipmi", "powerstate/metal3", "powerstate/rufio", "powerstate/redfish"} {
+	for _, pkg := range []string{"metal", "replica", "lbcontroller", "protocol/bgp", "protocol/l2", "powerstate/ipmi", "powerstate/metal3", "powerstate/rufio", "powerstate/redfish", "fencing"} {
 		m, err := loadMetrics(filepath.Join(root, "pkg", pkg))
 		if err != nil {
 			return err
@@ -72,7 +72,7 @@ func run(root, ccm, out string) error {
 			"The Service annotations the metal provider reads, from `pkg/annotation`, and the reasons of the Events it records, from `pkg/metal/reasons.go`. [../annotations.md](../annotations.md) explains them.",
 			func(b *bytes.Buffer) error { writeAnnotations(b, anns, reasons); return nil }},
 		{"metrics.md", "Metrics reference",
-			"The metrics metal-ccm defines, with the help text they are served with, from `pkg/metal`, `pkg/replica`, `pkg/lbcontroller`, the protocols of `pkg/protocol` and the power-state sources. [../metrics.md](../metrics.md) says which replica reports each, and lists the upstream metrics worth watching and the alert rules.",
+			"The metrics metal-ccm defines, with the help text they are served with, from `pkg/metal`, `pkg/replica`, `pkg/lbcontroller`, the protocols of `pkg/protocol`, the power-state sources and `pkg/fencing`. [../metrics.md](../metrics.md) says which replica reports each, and lists the upstream metrics worth watching and the alert rules.",
 			func(b *bytes.Buffer) error { writeMetrics(b, mets); return nil }},
 		{"flags.md", "Flags reference",
 			"Every flag of `metal-cloud-controller-manager`, from its `--help`. [../flags.md](../flags.md) explains the defaults metal-ccm changes.",

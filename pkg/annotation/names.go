@@ -19,3 +19,8 @@ const (
 // node.kubernetes.io/out-of-service (its machine confirmed off): when it
 // was tainted. The leader removes only the taints it marked so.
 const OutOfService = "metal-ccm.io/out-of-service"
+
+// Fenced is on a node that the leader powered off through its BMC
+// (fencing): when. The leader removes it when the node is Ready again, and
+// never fences a node that has it.
+const Fenced = "metal-ccm.io/fenced"

@@ -25,7 +25,8 @@ func defaultServiceStatus() ServiceStatus {
 }
 
 func defaultPowerState() PowerState {
-	return PowerState{Source: "none", OutOfService: OutOfService{ConfirmFor: &metav1.Duration{Duration: DefaultOutOfServiceConfirmFor}}}
+	return PowerState{Source: "none", OutOfService: OutOfService{ConfirmFor: &metav1.Duration{Duration: DefaultOutOfServiceConfirmFor}},
+		Fencing: Fencing{After: &metav1.Duration{Duration: DefaultFencingAfter}, MaxNodes: ptr.To[int32](DefaultFencingMaxNodes)}}
 }
 
 func TestDefaults(t *testing.T) {
@@ -132,7 +133,7 @@ func TestValidationErrorsNameEveryField(t *testing.T) {
 			name: "bad topology",
 			in: header + `nodes:
   discovery: {policy: Maybe}
-  powerState: {source: none, settings: [1, 2], outOfService: {enabled: true, confirmFor: 0s}}
+  powerState: {source: none, settings: [1, 2], outOfService: {enabled: true, confirmFor: 0s}, fencing: {enabled: true, after: 2h, maxNodes: 0, maxShare: "0%"}}
   inventory:
   - {name: n1, powerState: "bmc"}
   topology:
@@ -147,6 +148,10 @@ func TestValidationErrorsNameEveryField(t *testing.T) {
 				`nodes.powerState.settings: Invalid value: "[1,2]": must be an object`,
 				`nodes.powerState.outOfService.enabled: Invalid value: true: needs a power-state source other than none`,
 				`nodes.powerState.outOfService.confirmFor: Invalid value: "0s": must be from 1s to 10m0s`,
+				`nodes.powerState.fencing.enabled: Invalid value: true: needs a power-state source that can power machines off`,
+				`nodes.powerState.fencing.after: Invalid value: "2h0m0s": must be from 1s to 1h0m0s`,
+				`nodes.powerState.fencing.maxNodes: Invalid value: 0: must be at least 1`,
+				`nodes.powerState.fencing.maxShare: Invalid value: "0%": must be a percentage from "1%" to "100%"`,
 				`nodes.inventory[0].powerState: Invalid value: "\"bmc\"": must be an object`,
 				`nodes.topology[1].subnet: Invalid value: "198.18.4.0/24": overlaps topology[0].subnet 198.18.0.0/16`,
 				`nodes.topology[2].subnet: Invalid value: "198.18.5.1/24": parse CIDR "198.18.5.1/24": host bits are set, the network is 198.18.5.0/24`,
@@ -664,6 +669,24 @@ func TestLoadBalancerClass(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error lacks %q:\n%v", w, err)
 				}
+			}
+		})
+	}
+}
+
+func TestFencingMaxShare(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+		ok   bool
+	}{
+		{"", 0, true}, {"1%", 1, true}, {"40%", 40, true}, {"100%", 100, true},
+		{"0%", 0, false}, {"101%", 0, false}, {"40", 0, false}, {"a%", 0, false}, {"-5%", 0, false},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := Fencing{MaxShare: tc.in}.MaxSharePercent()
+			if got != tc.want || (err == nil) != tc.ok {
+				t.Errorf("MaxSharePercent(%q) = %d, %v; want %d, ok %v", tc.in, got, err, tc.want, tc.ok)
 			}
 		})
 	}

@@ -37,10 +37,15 @@ const (
 	DefaultOutOfServiceConfirmFor = 10 * time.Second
 	MinOutOfServiceConfirmFor     = time.Second
 	MaxOutOfServiceConfirmFor     = 10 * time.Minute
-	MinStatusMinInterval          = time.Second
-	MaxStatusMinInterval          = 10 * time.Minute
-	DefaultStatusWritesPerSecond  = 20
-	MaxStatusWritesPerSecond      = 100
+	// Fencing's NotReady time and limit, and their bounds.
+	DefaultFencingAfter          = 60 * time.Second
+	MinFencingAfter              = time.Second
+	MaxFencingAfter              = time.Hour
+	DefaultFencingMaxNodes       = 1
+	MinStatusMinInterval         = time.Second
+	MaxStatusMinInterval         = 10 * time.Minute
+	DefaultStatusWritesPerSecond = 20
+	MaxStatusWritesPerSecond     = 100
 )
 
 // Default fills every optional field left empty with its default.
@@ -57,6 +62,12 @@ func (c *CloudConfig) Default() {
 	}
 	if n.PowerState.OutOfService.ConfirmFor == nil {
 		n.PowerState.OutOfService.ConfirmFor = &metav1.Duration{Duration: DefaultOutOfServiceConfirmFor}
+	}
+	if n.PowerState.Fencing.After == nil {
+		n.PowerState.Fencing.After = &metav1.Duration{Duration: DefaultFencingAfter}
+	}
+	if n.PowerState.Fencing.MaxNodes == nil {
+		n.PowerState.Fencing.MaxNodes = ptr.To[int32](DefaultFencingMaxNodes)
 	}
 	for i := range n.Inventory {
 		m := &n.Inventory[i]

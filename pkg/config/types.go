@@ -461,6 +461,31 @@ type PowerState struct {
 	// pods and detaches their volumes without waiting for a person
 	// (docs/node-lifecycle.md). Default: off.
 	OutOfService OutOfService `json:"outOfService"`
+	// Fencing, when enabled, lets the leader power off through the BMC a
+	// node that is NotReady for longer than after while its source says
+	// On (docs/node-lifecycle.md, "Fencing"). It needs a source that can
+	// power machines off (ipmi, redfish). Default: off.
+	Fencing Fencing `json:"fencing"`
+}
+
+// Fencing configures the power-off of NotReady nodes through their BMCs.
+type Fencing struct {
+	// Enabled turns fencing on. Default: false.
+	Enabled bool `json:"enabled,omitempty"`
+	// After is how long a node must be NotReady (its Ready condition not
+	// True) before it is fenced. From 1s to 1h. Default: 60s.
+	After *metav1.Duration `json:"after,omitempty"`
+	// MaxNodes is the most nodes that may be NotReady at once for any to
+	// be fenced: with more NotReady nodes (fenced ones included), none is.
+	// At least 1. Default: 1.
+	MaxNodes *int32 `json:"maxNodes,omitempty"`
+	// MaxShare, a percentage of the nodes ("40%"), lowers the limit to
+	// that share of the cluster's nodes (rounded down) when it is below
+	// maxNodes. From 1% to 100%. Default: none (maxNodes alone).
+	MaxShare string `json:"maxShare,omitempty"`
+	// DryRun only records the Event WouldFence: nothing is powered off.
+	// Default: false.
+	DryRun bool `json:"dryRun,omitempty"`
 }
 
 // OutOfService configures the out-of-service taint of powered-off nodes.

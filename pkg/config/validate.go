@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"strconv"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -88,6 +90,7 @@ func (n *Nodes) validate(p *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(p.Child("powerState", "outOfService", "confirmFor"), d.Duration.String(),
 			fmt.Sprintf("must be from %s to %s", MinOutOfServiceConfirmFor, MaxOutOfServiceConfirmFor)))
 	}
+	errs = append(errs, validateFencing(p.Child("powerState", "fencing"), n.PowerState)...)
 	for i := range n.Inventory {
 		errs = append(errs, validateObject(p.Child("inventory").Index(i).Child("powerState"), n.Inventory[i].PowerState)...)
 	}
@@ -198,4 +201,41 @@ func validateTopology(p *field.Path, rules []TopologyRule) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// validateFencing checks nodes.powerState.fencing. Whether the source can
+// power machines off is checked where the sources are linked (the
+// provider), as the source's name is.
+func validateFencing(p *field.Path, ps PowerState) field.ErrorList {
+	var errs field.ErrorList
+	f := ps.Fencing
+	if f.Enabled && ps.Source == DefaultPowerStateSource {
+		errs = append(errs, field.Invalid(p.Child("enabled"), true,
+			"needs a power-state source that can power machines off (ipmi, redfish), not none"))
+	}
+	if d := f.After; d != nil && (d.Duration < MinFencingAfter || d.Duration > MaxFencingAfter) {
+		errs = append(errs, field.Invalid(p.Child("after"), d.Duration.String(),
+			fmt.Sprintf("must be from %s to %s", MinFencingAfter, MaxFencingAfter)))
+	}
+	if m := f.MaxNodes; m != nil && *m < 1 {
+		errs = append(errs, field.Invalid(p.Child("maxNodes"), *m, "must be at least 1"))
+	}
+	if f.MaxShare != "" {
+		if _, err := f.MaxSharePercent(); err != nil {
+			errs = append(errs, field.Invalid(p.Child("maxShare"), f.MaxShare, err.Error()))
+		}
+	}
+	return errs
+}
+
+// MaxSharePercent is MaxShare as a number of percent; 0 when it is not set.
+func (f Fencing) MaxSharePercent() (int, error) {
+	if f.MaxShare == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(f.MaxShare, "%"))
+	if err != nil || !strings.HasSuffix(f.MaxShare, "%") || n < 1 || n > 100 {
+		return 0, errors.New(`must be a percentage from "1%" to "100%"`)
+	}
+	return n, nil
 }

@@ -109,6 +109,11 @@ func newState(cfg *config.CloudConfig, env powerstate.Env) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nodes.powerState.settings: %w", err)
 	}
+	if _, ok := power.(powerstate.Fencer); ps.Fencing.Enabled && !ok {
+		_ = power.Close()
+		return nil, field.Invalid(field.NewPath("nodes", "powerState", "fencing", "enabled"), true,
+			fmt.Sprintf("power-state source %s cannot power machines off: fencing needs one that can (ipmi, redfish)", ps.Source))
+	}
 	return &state{cfg: cfg, nodes: nodes, power: power, pools: buildPools(cfg.LoadBalancer.Pools)}, nil
 }
 
@@ -161,6 +166,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 		go c.runStatusWriter(ctx, client)
 	}
 	go c.runOutOfService(ctx, client)
+	go c.runFencing(ctx, client)
 	go c.runCSRApproval(ctx, client)
 }
 

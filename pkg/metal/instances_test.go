@@ -251,3 +251,28 @@ func TestProviderIDRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestFencingNeedsAFencer: fencing with a source that cannot power machines
+// off is refused, naming the field; with one that can, accepted.
+func TestFencingNeedsAFencer(t *testing.T) {
+	for _, tc := range []struct{ source, want string }{
+		{"metal3", `nodes.powerState.fencing.enabled: Invalid value: true: power-state source metal3 cannot power machines off`},
+		{"rufio", `nodes.powerState.fencing.enabled: Invalid value: true: power-state source rufio cannot power machines off`},
+		{"ipmi", ""},
+		{"redfish", ""},
+	} {
+		t.Run(tc.source, func(t *testing.T) {
+			cfg, err := config.Parse([]byte(testConfig + "  powerState: {source: " + tc.source + ", fencing: {enabled: true}}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = New(cfg)
+			if tc.want == "" && err != nil {
+				t.Errorf("New: %v", err)
+			}
+			if tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("New = %v; want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -39,6 +40,47 @@ func TestChartPowerStateRights(t *testing.T) {
 			want := append(append([]rbacv1.PolicyRule{}, base...), tc.want...)
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("ClusterRole rules with %v:\n%v\nwant deploy/rbac.yaml's and %v", tc.set, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestChartFencingRights: powerState.fencing.enabled adds a Role in
+// kube-node-lease that reads Leases (get only), bound to the replicas'
+// ServiceAccount, and changes nothing else; off, there is no such Role.
+func TestChartFencingRights(t *testing.T) {
+	helm := helmBinary(t)
+	base := clusterRoleRules(t, readFile(t, filepath.Join(framework.RepoRoot(), "deploy", "rbac.yaml")))
+	for _, on := range []bool{false, true} {
+		t.Run(fmt.Sprint(on), func(t *testing.T) {
+			out := runHelm(t, helm, "template", "metal-ccm", chartDir, "--namespace", "kube-system", "--show-only", "templates/rbac.yaml",
+				"--set", fmt.Sprintf("powerState.fencing.enabled=%v", on))
+			if got := clusterRoleRules(t, out); !reflect.DeepEqual(got, base) {
+				t.Errorf("ClusterRole rules changed: %v", got)
+			}
+			var roles []rbacv1.Role
+			bound := false
+			for _, o := range decodeAll(t, out) {
+				if o.GetNamespace() != "kube-node-lease" {
+					continue
+				}
+				switch o.GetKind() {
+				case "Role":
+					var r rbacv1.Role
+					fromUnstructured(t, o, &r)
+					roles = append(roles, r)
+				case "RoleBinding":
+					var b rbacv1.RoleBinding
+					fromUnstructured(t, o, &b)
+					bound = len(b.Subjects) == 1 && b.Subjects[0].Kind == "ServiceAccount" && b.Subjects[0].Namespace == "kube-system"
+				}
+			}
+			want := []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get"}}}
+			switch {
+			case !on && (len(roles) > 0 || bound):
+				t.Errorf("fencing off: Roles in kube-node-lease %v, bound %v", roles, bound)
+			case on && (len(roles) != 1 || !reflect.DeepEqual(roles[0].Rules, want) || !bound):
+				t.Errorf("fencing on: Roles in kube-node-lease %v, bound %v; want one with %v, bound to the replicas", roles, bound, want)
 			}
 		})
 	}

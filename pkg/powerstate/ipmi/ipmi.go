@@ -18,7 +18,10 @@ import (
 	"time"
 
 	"github.com/bougou/go-ipmi/pkg/client"
+	"github.com/bougou/go-ipmi/pkg/command/chassis"
 	"github.com/bougou/go-ipmi/pkg/types"
+
+	"k8s.io/klog/v2"
 
 	"github.com/metal-ccm/metal-ccm/pkg/powerstate"
 )
@@ -38,6 +41,7 @@ type Source struct {
 	inFlight chan struct{}
 	now      func() time.Time
 	ask      func(ctx context.Context, b bmc, timeout time.Duration) (on bool, err error)
+	powerOff func(ctx context.Context, b bmc, timeout time.Duration) error
 
 	mu   sync.Mutex
 	bmcs map[string]*bmcState // by address
@@ -62,7 +66,40 @@ func New(raw json.RawMessage, _ powerstate.Env) (powerstate.Source, error) {
 		return nil, err
 	}
 	return &Source{cfg: cfg, inFlight: make(chan struct{}, cfg.maxInFlight), now: time.Now, ask: chassisPowerOn,
-		bmcs: map[string]*bmcState{}}, nil
+		powerOff: chassisPowerDown, bmcs: map[string]*bmcState{}}, nil
+}
+
+var _ powerstate.Fencer = (*Source)(nil)
+
+// PowerOff powers the machine off through its BMC (Chassis Control, power
+// down: at once, without asking the operating system), for fencing. The
+// held answer is forgotten, so that the next question asks the BMC again.
+func (s *Source) PowerOff(ctx context.Context, m powerstate.Machine) error {
+	b, err := parseMachine(m.Settings, s.cfg)
+	if err != nil {
+		return err
+	}
+	st := s.state(b.addr.String())
+	st.ask.Lock()
+	defer st.ask.Unlock()
+	select {
+	case s.inFlight <- struct{}{}:
+		defer func() { <-s.inFlight }()
+	case <-ctx.Done():
+		return fmt.Errorf("BMC %s: %w", b.addr, ctx.Err())
+	}
+	st.forget()
+	if err := s.powerOff(ctx, b, s.cfg.timeout); err != nil {
+		return fmt.Errorf("BMC %s: power down: %w", b.addr, err)
+	}
+	klog.FromContext(ctx).Info("Powered a machine off through its BMC", "node", klog.KObj(m.Node), "machine", m.ID, "address", b.addr.String())
+	return nil
+}
+
+func (st *bmcState) forget() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.cached = false
 }
 
 // Shutdown reports whether the machine's BMC says its power is off.
@@ -144,43 +181,60 @@ func (st *bmcState) set(at time.Time, off bool, err error) {
 // chassisPowerOn opens an RMCP+ session with the BMC, asks its chassis
 // status and closes the session, all within timeout.
 func chassisPowerOn(ctx context.Context, b bmc, timeout time.Duration) (bool, error) {
+	on := false
+	err := session(ctx, b, timeout, func(ctx context.Context, c *client.Client) error {
+		st, err := c.GetChassisStatus(ctx)
+		if err != nil {
+			return fmt.Errorf("chassis status: %w", err)
+		}
+		on = st.PowerIsOn
+		return nil
+	})
+	return on, err
+}
+
+// chassisPowerDown opens an RMCP+ session with the BMC, orders its chassis
+// to power down (at once, without the operating system) and closes the
+// session, all within timeout.
+func chassisPowerDown(ctx context.Context, b bmc, timeout time.Duration) error {
+	return session(ctx, b, timeout, func(ctx context.Context, c *client.Client) error {
+		if _, err := c.ChassisControl(ctx, chassis.ChassisControlPowerDown); err != nil {
+			return fmt.Errorf("chassis control: %w", err)
+		}
+		return nil
+	})
+}
+
+// session runs do in an RMCP+ session with the BMC, all within timeout.
+func session(ctx context.Context, b bmc, timeout time.Duration, do func(context.Context, *client.Client) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c, err := client.NewClient(b.addr.Addr().String(), int(b.addr.Port()), b.user, b.pass)
 	if err != nil {
-		return false, err
+		return err
 	}
 	// ctx bounds the whole question; the library's own timeout, on each
 	// UDP exchange, is longer, so that a silent BMC ends as ErrNoAnswer.
 	c.WithTimeout(timeout + time.Second).WithRetry(0).WithCipherSuiteID(types.CipherSuiteID(b.cipherSuite))
-	type result struct {
-		on  bool
-		err error
-	}
-	done := make(chan result, 1)
+	done := make(chan error, 1)
 	go func() {
 		if err := c.Connect(ctx); err != nil {
-			done <- result{err: fmt.Errorf("session: %w", err)}
+			done <- fmt.Errorf("session: %w", err)
 			return
 		}
 		defer func() { _ = c.Close(context.WithoutCancel(ctx)) }()
-		st, err := c.GetChassisStatus(ctx)
-		if err != nil {
-			done <- result{err: fmt.Errorf("chassis status: %w", err)}
-			return
-		}
-		done <- result{on: st.PowerIsOn}
+		done <- do(ctx, c)
 	}()
 	select {
-	case r := <-done:
-		if deadline, ok := ctx.Deadline(); r.err != nil && ok && !time.Now().Before(deadline) {
+	case err := <-done:
+		if deadline, ok := ctx.Deadline(); err != nil && ok && !time.Now().Before(deadline) {
 			// The library gave up at ctx's deadline (its socket's read
 			// deadline is ctx's, which may pass a moment before ctx
 			// itself says so): no answer.
-			return false, fmt.Errorf("%w: %w", ErrNoAnswer, r.err)
+			return fmt.Errorf("%w: %w", ErrNoAnswer, err)
 		}
-		return r.on, r.err
+		return err
 	case <-ctx.Done():
-		return false, fmt.Errorf("%w: %w", ErrNoAnswer, ctx.Err())
+		return fmt.Errorf("%w: %w", ErrNoAnswer, ctx.Err())
 	}
 }

@@ -151,3 +151,39 @@ func TestSettingsErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestPowerOffThroughARealBMC: PowerOff powers the machine of a real BMC
+// off, as an independent client (ipmitool) sees, and the source's next
+// answer is Off though an On was held; a wrong password is an error.
+func TestPowerOffThroughARealBMC(t *testing.T) {
+	b := framework.StartBMC(t, "node-d", "exec sleep 100000")
+	s := newSource(t, `{"cacheAge": "1h"}`)
+	m := machine(t, b, b.Password)
+	if off, err := s.Shutdown(t.Context(), m); err != nil || off {
+		t.Fatalf("Shutdown = %v, %v; want on", off, err)
+	}
+	f, ok := s.(powerstate.Fencer)
+	if !ok {
+		t.Fatal("the ipmi source is no Fencer")
+	}
+	if err := f.PowerOff(t.Context(), machine(t, b, "wrong")); err == nil {
+		t.Error("PowerOff with a wrong password: no error")
+	}
+	if err := f.PowerOff(t.Context(), m); err != nil {
+		t.Fatalf("PowerOff: %v", err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		out, err := b.IPMITool("chassis", "power", "status")
+		if err == nil && strings.Contains(out, "is off") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ipmitool does not see the power off within 15s: %v %s", err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if off, err := s.Shutdown(t.Context(), m); err != nil || !off {
+		t.Errorf("after PowerOff: Shutdown = %v, %v; want off", off, err)
+	}
+}

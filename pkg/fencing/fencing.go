@@ -1,0 +1,214 @@
+package fencing
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/metal-ccm/metal-ccm/pkg/annotation"
+)
+
+// Event reasons on nodes. They are stable: alerts may match them.
+const (
+	// ReasonFenced: the node's machine was powered off through its BMC.
+	ReasonFenced = "Fenced"
+	// ReasonHeld: the node is due to be fenced, but more nodes are
+	// NotReady than fencing.maxNodes: none is fenced.
+	ReasonHeld = "FencingHeld"
+	// ReasonWouldFence: the node would have been fenced (dry run).
+	ReasonWouldFence = "WouldFence"
+	// ReasonFailed: the BMC did not take the power-off order.
+	ReasonFailed = "FencingFailed"
+)
+
+// LeaseNamespace holds the nodes' heartbeat Leases, one per node, named as
+// the node.
+const LeaseNamespace = "kube-node-lease"
+
+// Controller fences nodes; only the leader runs it, with the leader's
+// context, which ends when the lease is lost.
+type Controller struct {
+	Nodes  corelisters.NodeLister
+	Client kubernetes.Interface
+	// Off is the power-state source's word on a node's machine: an error
+	// when it cannot tell.
+	Off func(ctx context.Context, node *v1.Node) (bool, error)
+	// PowerOff powers a node's machine off through its BMC.
+	PowerOff func(ctx context.Context, node *v1.Node) error
+	// Settings are read every round (a reload applies at once).
+	Settings func() Settings
+	// Event records an Event on a node.
+	Event func(node *v1.Node, eventType, reason, format string, args ...any)
+	// Period is how often the nodes are looked at.
+	Period time.Duration
+
+	now      func() time.Time
+	held     map[string]bool      // nodes told FencingHeld, during this hold
+	wouldBe  map[string]bool      // nodes told WouldFence, until Ready again
+	failedAt map[string]time.Time // nodes whose power-off failed, when
+	fenced   map[string]bool      // nodes fenced, until Ready again (the mark may have failed)
+}
+
+// Run looks at the nodes every Period until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	t := time.NewTicker(c.Period)
+	defer t.Stop()
+	for {
+		c.Sync(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Controller) init() {
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.held == nil {
+		c.held, c.wouldBe, c.failedAt, c.fenced = map[string]bool{}, map[string]bool{}, map[string]time.Time{}, map[string]bool{}
+	}
+}
+
+// Sync looks at every node once: it unmarks the fenced nodes that are
+// Ready again, and fences the nodes due when fencing is not held.
+func (c *Controller) Sync(ctx context.Context) {
+	c.init()
+	logger := klog.FromContext(ctx).WithName("fencing")
+	list, err := c.Nodes.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	s := c.Settings()
+	byName := make(map[string]*v1.Node, len(list))
+	states := make([]NodeState, 0, len(list))
+	for _, n := range list {
+		st := State(n)
+		st.Fenced = st.Fenced || c.fenced[n.Name]
+		byName[n.Name] = n
+		states = append(states, st)
+		if !st.Ready {
+			continue
+		}
+		delete(c.wouldBe, n.Name)
+		delete(c.failedAt, n.Name)
+		delete(c.fenced, n.Name)
+		if st.Fenced {
+			if err := c.mark(ctx, n, nil); err != nil {
+				logger.Error(err, "Cannot remove the fencing mark", "node", klog.KObj(n))
+			}
+		}
+	}
+	if !s.Enabled {
+		return
+	}
+	d := Decide(states, c.now(), s)
+	if d.Held {
+		for _, due := range d.Due {
+			if c.held[due.Name] {
+				continue
+			}
+			c.held[due.Name] = true
+			count(resultHeld)
+			c.Event(byName[due.Name], v1.EventTypeWarning, ReasonHeld,
+				"NotReady since %s (more than %s), but %d of %d nodes are NotReady (fenced ones included), more than the limit %d (fencing.maxNodes %d, maxShare %d%%): no node is fenced while so many are",
+				due.NotReadySince.UTC().Format(time.RFC3339), s.After, d.NotReady, len(states), d.Limit, s.MaxNodes, s.MaxShare)
+		}
+		return
+	}
+	clear(c.held)
+	for _, due := range d.Due {
+		if ctx.Err() != nil {
+			return
+		}
+		c.fence(ctx, byName[due.Name], s)
+	}
+}
+
+// fence powers the node's machine off when its source says On, after
+// reading the node and its Lease again from the API server.
+func (c *Controller) fence(ctx context.Context, n *v1.Node, s Settings) {
+	logger := klog.FromContext(ctx).WithName("fencing").WithValues("node", klog.KObj(n))
+	if at, failed := c.failedAt[n.Name]; failed && c.now().Sub(at) < s.After {
+		return
+	}
+	off, err := c.Off(ctx, n)
+	if err != nil || off {
+		// No answer: never fenced (the node has PowerStateUnknown). Off:
+		// the out-of-service rule's.
+		return
+	}
+	since := State(n).NotReadySince
+	if s.DryRun {
+		if !c.wouldBe[n.Name] {
+			c.wouldBe[n.Name] = true
+			count(resultDryRun)
+			c.Event(n, v1.EventTypeNormal, ReasonWouldFence,
+				"Dry run: would power the machine off through power-state source %s: NotReady since %s (more than %s) while the source says On",
+				s.Source, since.UTC().Format(time.RFC3339), s.After)
+		}
+		return
+	}
+	// The cache may lag: the node and its heartbeat, from the API server.
+	fresh, err := c.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+	if err != nil {
+		logger.V(2).Info("Not fenced: cannot read the node", "err", err)
+		return
+	}
+	st := State(fresh)
+	if st.Ready || st.Fenced || st.NotReadySince.IsZero() || c.now().Sub(st.NotReadySince) < s.After {
+		logger.V(2).Info("Not fenced: the node changed", "ready", st.Ready, "fenced", st.Fenced)
+		return
+	}
+	lease, err := c.Client.CoordinationV1().Leases(LeaseNamespace).Get(ctx, n.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		logger.V(2).Info("Not fenced: cannot read the node's Lease", "err", err)
+		return
+	case lease.Spec.RenewTime != nil && lease.Spec.RenewTime.After(st.NotReadySince):
+		logger.Info("Not fenced: its kubelet renewed its Lease since the node went NotReady", "renewed", lease.Spec.RenewTime.UTC(), "notReadySince", st.NotReadySince.UTC())
+		return
+	}
+	if ctx.Err() != nil {
+		// The leader lost its lease: another replica decides now.
+		return
+	}
+	if err := c.PowerOff(ctx, fresh); err != nil {
+		c.failedAt[n.Name] = c.now()
+		count(resultError)
+		c.Event(fresh, v1.EventTypeWarning, ReasonFailed,
+			"Cannot power the machine off through power-state source %s (NotReady since %s): %v; tried again after %s",
+			s.Source, st.NotReadySince.UTC().Format(time.RFC3339), err, s.After)
+		return
+	}
+	count(resultFenced)
+	c.fenced[n.Name] = true
+	if err := c.mark(ctx, fresh, c.now().UTC().Format(time.RFC3339)); err != nil {
+		logger.Error(err, "Fenced, but cannot mark the node")
+	}
+	c.Event(fresh, v1.EventTypeWarning, ReasonFenced,
+		"Powered the machine off through power-state source %s: NotReady since %s (more than %s) while the source said On, and its BMC took the power-off order; the out-of-service rule applies once the source says Off",
+		s.Source, st.NotReadySince.UTC().Format(time.RFC3339), s.After)
+}
+
+// mark sets (value a string) or removes (nil) the node's fencing mark.
+func (c *Controller) mark(ctx context.Context, n *v1.Node, value any) error {
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{annotation.Fenced: value}}})
+	if err != nil {
+		return err
+	}
+	_, err = c.Client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, body, metav1.PatchOptions{})
+	return err
+}
