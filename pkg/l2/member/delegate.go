@@ -1,6 +1,7 @@
 package member
 
 import (
+	"bytes"
 	"log"
 	"net/netip"
 	"strings"
@@ -45,6 +46,10 @@ func (e events) NotifyLeave(n *memberlist.Node)  { e.notify("Member gone", n) } 
 func (e events) NotifyUpdate(n *memberlist.Node) { e.notify("Member updated", n) }
 
 func (e events) notify(what string, n *memberlist.Node) {
+	if n.Name == e.m.name {
+		md := bytes.Clone(n.Meta)
+		e.m.local.Store(&md)
+	}
 	if l := e.m.logger.V(2); l.Enabled() {
 		md, err := decodeMeta(n.Meta)
 		addr, _ := netip.AddrFromSlice(n.Addr)

@@ -1,6 +1,7 @@
 package member
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -73,7 +74,11 @@ type Members struct {
 	addrs   []netip.Addr
 	logger  klog.Logger
 	self    netip.AddrPort
+	name    string
 	changed chan struct{}
+	// local is the metadata memberlist holds for this member, as its events
+	// last told (SetFitness checks that an update was taken).
+	local atomic.Pointer[[]byte]
 	// cut: this agent reaches none of the others (watchReach).
 	cut atomic.Bool
 
@@ -110,6 +115,7 @@ func Start(ctx context.Context, cfg Config) (*Members, error) {
 		meta:    newMetaDelegate(md),
 		role:    r,
 		addrs:   slices.Clone(cfg.Addresses),
+		name:    cfg.Name,
 		logger:  klog.FromContext(ctx).WithName("member"),
 		changed: make(chan struct{}, 1),
 		done:    make(chan struct{}),
@@ -244,6 +250,13 @@ func (m *Members) Alive() []Member {
 // waiting at most timeout for the news to go out. The others (and this
 // member's own Alive) see it with the member's next state: the same
 // gossip that carries liveness.
+//
+// Memberlist drops an update whose incarnation a refutation overtook
+// between the two (frequent just after a restart, when the others still
+// gossip the member's old incarnation): its own state keeps the old
+// metadata, which every later round would gossip. So the update is tried
+// again until memberlist's state carries it; once it does, a broadcast not
+// out within timeout goes out with the next rounds.
 func (m *Members) SetFitness(f Fitness, timeout time.Duration) error {
 	md, err := meta{role: m.role, addresses: m.addrs, fitness: f}.encode()
 	if err != nil {
@@ -255,11 +268,18 @@ func (m *Members) SetFitness(f Fitness, timeout time.Duration) error {
 		return errors.New("member: fitness after shutdown")
 	}
 	m.meta.set(md)
-	if err := m.ml.UpdateNode(timeout); err != nil {
-		return fmt.Errorf("member: gossip fitness: %w", err)
+	for range updateTries {
+		err = m.ml.UpdateNode(timeout)
+		if l := m.local.Load(); l != nil && bytes.Equal(*l, md) {
+			return nil
+		}
 	}
-	return nil
+	return fmt.Errorf("member: gossip fitness: not taken after %d tries (last: %v)", updateTries, err)
 }
+
+// updateTries bounds SetFitness's tries: each loses only to a refutation
+// that came in between, and a caller that gets the error tries again.
+const updateTries = 3
 
 // Names is the names of the members, in their order.
 func Names(members []Member) []string {

@@ -323,6 +323,40 @@ func TestFitnessGossiped(t *testing.T) {
 	}
 }
 
+// TestFitnessAfterRestart: an agent restarted under its name, which the
+// others still know with a higher incarnation (they gossip it, and it
+// refutes), has each fitness it sets seen by the others, the last one
+// included, none lost to a refutation.
+func TestFitnessAfterRestart(t *testing.T) {
+	agents, _ := cluster(t, 2)
+	eventually(t, 5*time.Second, "a0 sees a1", func() bool { return names(agents[0]) == "[a0 a1]" })
+	for i := range 20 { // the old incarnation well above a new agent's
+		if err := agents[1].SetFitness(Fitness{Forwards: i%2 == 0}, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bind := agents[1].LocalAddr()
+	agents[1].Shutdown() // no goodbye: a0 still has it alive
+	again := start(t, Config{Name: "a1", Addresses: addresses(2), Bind: bind})
+	if err := again.Join([]netip.AddrPort{agents[0].LocalAddr()}); err != nil {
+		t.Fatal(err)
+	}
+	seen := func(want Fitness) bool {
+		for _, mb := range agents[0].Alive() {
+			if mb.Name == "a1" {
+				return mb.Fitness.Equal(want)
+			}
+		}
+		return false
+	}
+	for _, want := range []Fitness{{Forwards: true, AnyAddress: true}, {AnyAddress: true}, {Forwards: true, AnyAddress: true}} {
+		if err := again.SetFitness(want, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, fmt.Sprintf("a0 sees the restarted a1 %v", want), func() bool { return seen(want) })
+	}
+}
+
 // TestCutOff: an agent that reaches none of the other agents counts
 // itself alone long before the membership declares them dead (the
 // suspicion timeout is made long here to tell the two apart), one that

@@ -141,8 +141,9 @@ func (f *fitness) update(ctx context.Context) {
 	}
 	logger.V(2).Info("Telling the L2 agents this node's fitness", "fitness", next)
 	if err := f.set(next); err != nil {
-		// Gossiped at the next round of the membership all the same.
-		logger.V(2).Info("Gossiping this node's fitness", "err", err)
+		// Not taken: the next update tries again, as f.now stays.
+		logger.Info("Gossiping this node's fitness, to be tried again", "err", err)
+		return
 	}
 	f.now.Store(&next)
 }
