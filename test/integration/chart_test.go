@@ -149,7 +149,7 @@ func checkRendered(t *testing.T, objs []*unstructured.Unstructured, wantRules, w
 	l2 := renderedL2(t, objs)
 	checkWitness(t, objs, l2)
 	for _, o := range objs {
-		if o.GetName() == agentName || o.GetName() == "system:"+agentName {
+		if isAgent(o) {
 			checkAgent(t, o, wantAgentRules, l2)
 			continue
 		}
@@ -210,7 +210,7 @@ func checkWitness(t *testing.T, objs []*unstructured.Unstructured, l2 bool) {
 			if !reflect.DeepEqual(r.Rules, want) {
 				t.Errorf("Role %s grants %v, want only %v", r.Name, r.Rules, want)
 			}
-		case o.GetKind() == "DaemonSet" && o.GetName() == agentName:
+		case o.GetKind() == "DaemonSet" && isAgent(o):
 			agents++
 			var ds appsv1.DaemonSet
 			fromUnstructured(t, o, &ds)
@@ -221,13 +221,22 @@ func checkWitness(t *testing.T, objs []*unstructured.Unstructured, l2 bool) {
 			}
 		}
 	}
-	want := 0
-	if l2 && agents == 1 {
-		want = 1
+	want, wantFlags := 0, 0
+	if l2 && agents > 0 {
+		want, wantFlags = 1, agents
 	}
-	if leases != want || roles != want || flags != want {
-		t.Errorf("L2 %v: %d witness Leases, %d agent Roles, %d --l2-witness-lease flags; want %d each", l2, leases, roles, flags, want)
+	if leases != want || roles != want || flags != wantFlags {
+		t.Errorf("L2 %v: %d witness Leases, %d agent Roles, %d --l2-witness-lease flags in %d agent DaemonSets; want %d, %d and %d",
+			l2, leases, roles, flags, agents, want, want, wantFlags)
 	}
+}
+
+// isAgent reports whether o is an object of the node agent: its
+// ServiceAccount, ClusterRole and binding, or one of its DaemonSets (with
+// agent.racks, one per rack: metal-node-agent-<rack>).
+func isAgent(o *unstructured.Unstructured) bool {
+	return o.GetName() == agentName || o.GetName() == "system:"+agentName ||
+		o.GetKind() == "DaemonSet" && strings.HasPrefix(o.GetName(), agentName+"-")
 }
 
 // renderedL2 reports whether the rendered cloud-config has a pool announced

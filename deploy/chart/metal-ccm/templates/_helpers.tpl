@@ -94,23 +94,67 @@ and l2.insecureMembership is not set.
 {{- end -}}
 
 {{/*
-The keys of the BGP password Secret the node agents read, comma-separated:
-those of the peers' passwordFiles when bgp.announceFrom is Nodes (the
-agents speak BGP), none otherwise (the replicas alone speak it). The
-agents mount only these.
+The node agents' DaemonSets, a YAML list of {name, rack, nodeSelector,
+notIn, keys}: one for every node (agent.nodeSelector), or with agent.racks
+one per rack (its one label added to the nodeSelector) and one for the
+nodes in no rack (notIn: label key -> the racks' values, as NotIn node
+affinity). keys are the keys of the BGP password Secret each mounts: those
+of the peers its nodes may select when bgp.announceFrom is Nodes (the
+agents speak BGP), none otherwise (the replicas alone speak it). A peer may
+select a rack's nodes unless its nodeSelector's matchLabels gives the
+rack's label key another value; it may select nodes in no rack unless its
+matchLabels is one of the racks' labels. matchExpressions are not read:
+such a peer's password goes to every set (never one too few).
 */}}
-{{- define "metal-ccm.agentBGPKeys" -}}
+{{- define "metal-ccm.agentSets" -}}
 {{- $cfg := fromYaml .Values.cloudConfig -}}
-{{- $keys := list -}}
-{{- if eq (dig "bgp" "announceFrom" "Replicas" $cfg) "Nodes" -}}
 {{- $dir := printf "%s/" (include "metal-ccm.bgpDir" .) -}}
-{{- range (dig "bgp" "peers" list $cfg) -}}
-{{- if .passwordFile -}}
+{{- $peers := list -}}
+{{- if eq (dig "bgp" "announceFrom" "Replicas" $cfg) "Nodes" -}}
+{{- $peers = dig "bgp" "peers" list $cfg -}}
+{{- end -}}
+{{- $base := .Values.agent.nodeSelector | default dict -}}
+{{- $sets := list -}}
+{{- $notIn := dict -}}
+{{- $seen := dict -}}
+{{- range $i, $r := .Values.agent.racks -}}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$" (toString $r.name)) -}}
+{{- fail (printf "agent.racks[%d].name %q: must be a DNS label of at most 32 characters" $i (toString $r.name)) -}}
+{{- end -}}
+{{- if hasKey $seen $r.name -}}
+{{- fail (printf "agent.racks[%d].name %q: another rack has it" $i $r.name) -}}
+{{- end -}}
+{{- $_ := set $seen $r.name true -}}
+{{- if ne (len ($r.label | default dict)) 1 -}}
+{{- fail (printf "agent.racks[%d].label: must be one node label, key: value" $i) -}}
+{{- end -}}
+{{- $k := keys $r.label | first -}}
+{{- $v := get $r.label $k | toString -}}
+{{- $_ := set $notIn $k (append (get $notIn $k | default list) $v) -}}
+{{- $keys := list -}}
+{{- range $peers -}}
+{{- $ml := dig "nodeSelector" "matchLabels" dict . -}}
+{{- if and .passwordFile (or (not (hasKey $ml $k)) (eq (get $ml $k | toString) $v)) -}}
 {{- $keys = append $keys (trimPrefix $dir .passwordFile) -}}
 {{- end -}}
 {{- end -}}
+{{- $sets = append $sets (dict "name" (printf "metal-node-agent-%s" $r.name) "rack" $r.name "nodeSelector" (merge (dict $k $v) (deepCopy $base)) "keys" ($keys | uniq | sortAlpha)) -}}
 {{- end -}}
-{{- $keys | uniq | sortAlpha | join "," -}}
+{{- $keys := list -}}
+{{- range $peers -}}
+{{- $ml := dig "nodeSelector" "matchLabels" dict . -}}
+{{- $inRack := false -}}
+{{- range $k, $vs := $notIn -}}
+{{- if and (hasKey $ml $k) (has (get $ml $k | toString) $vs) -}}
+{{- $inRack = true -}}
+{{- end -}}
+{{- end -}}
+{{- if and .passwordFile (not $inRack) -}}
+{{- $keys = append $keys (trimPrefix $dir .passwordFile) -}}
+{{- end -}}
+{{- end -}}
+{{- $sets = prepend $sets (dict "name" "metal-node-agent" "nodeSelector" $base "notIn" $notIn "keys" ($keys | uniq | sortAlpha)) -}}
+{{- toYaml $sets -}}
 {{- end -}}
 
 {{/* The manager's flags. */}}
