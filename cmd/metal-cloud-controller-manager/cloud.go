@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/metal-ccm/metal-ccm/pkg/cachetrim"
+	metalconfig "github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/extension"
 	_ "github.com/metal-ccm/metal-ccm/pkg/metal" // registers the "metal" provider
 )
@@ -22,7 +24,8 @@ import (
 // manager is the state one run of the command shares between the upstream
 // command's callbacks and the stop that follows a signal.
 type manager struct {
-	ctx      context.Context        // ends on SIGTERM or SIGINT
+	ctx      context.Context        // ends on SIGTERM or SIGINT, or for a changed config (restartForConfig)
+	stopFor  func(cause error)      // ends ctx with a cause other than a signal
 	election *election              // nil without leader election
 	replica  extension.EveryReplica // nil for providers without every-replica work
 }
@@ -72,7 +75,11 @@ func (m *manager) initializeCloud(c *config.CompletedConfig) cloudprovider.Inter
 		m.replica = r
 	}
 	if ext.WatchConfig != nil && file != "" {
-		go ext.WatchConfig(m.ctx, file)
+		go func() {
+			if err := ext.WatchConfig(m.ctx, file); errors.Is(err, metalconfig.ErrRestart) {
+				m.restartForConfig(err)
+			}
+		}()
 	}
 	return cloud
 }

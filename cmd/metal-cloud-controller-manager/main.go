@@ -37,9 +37,11 @@ func run() int {
 	// SIGTERM and SIGINT end ctx: the upstream command returns, and stop
 	// ends the controllers, hands the leader-election Lease over and ends
 	// the every-replica work. A second signal kills the process at once.
-	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	sigCtx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer cancel()
-	m := &manager{ctx: ctx}
+	ctx, stopFor := context.WithCancelCause(sigCtx)
+	defer stopFor(nil)
+	m := &manager{ctx: ctx, stopFor: stopFor}
 	fss := cliflag.NamedFlagSets{}
 	cmd := app.NewCloudControllerManagerCommand(opts, m.initializeCloud, m.controllerInitializers(),
 		names.CCMControllerAliases(), fss, ctx.Done())

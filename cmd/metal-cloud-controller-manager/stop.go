@@ -2,10 +2,27 @@ package main
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/metal-ccm/metal-ccm/pkg/config"
 )
+
+// restartForConfig stops the manager cleanly, as a signal does, after a
+// random wait (config.RestartDelay), because a changed config takes a
+// restart (err wraps config.ErrRestart): the pod's restart policy starts
+// it again with the new config.
+func (m *manager) restartForConfig(err error) {
+	wait := config.RestartDelay()
+	klog.Background().Info("The changed config takes a restart: stopping cleanly to start again", "fields", err, "in", wait.Round(time.Millisecond))
+	select {
+	case <-m.ctx.Done():
+	case <-time.After(wait):
+		m.stopFor(err)
+	}
+}
 
 // stopTimeout bounds the work after SIGTERM: stopping the controllers,
 // handing the Lease over, finding out whether another replica runs (at
@@ -22,7 +39,11 @@ func (m *manager) stop() {
 	defer cancel()
 	logger := klog.Background().WithName("stop")
 	ctx = klog.NewContext(ctx, logger)
-	logger.Info("Stopping on a signal", "timeout", stopTimeout)
+	if cause := context.Cause(m.ctx); errors.Is(cause, config.ErrRestart) {
+		logger.Info("Stopping to start again with the changed config", "cause", cause, "timeout", stopTimeout)
+	} else {
+		logger.Info("Stopping on a signal", "timeout", stopTimeout)
+	}
 	others := func() bool { return false }
 	if m.election != nil {
 		m.election.stopElecting(ctx)

@@ -83,6 +83,9 @@ func (o *options) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	ctx, stopFor := context.WithCancelCause(ctx)
+	defer stopFor(nil)
+	go watchConfig(ctx, o.cloudConfig, cfg, stopFor)
 	rc, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("client configuration: %w", err)
@@ -106,11 +109,18 @@ func (o *options) run(ctx context.Context) error {
 	}
 	defer func() { _ = srv.Close() }()
 	err = a.Run(ctx)
+	if cause := context.Cause(ctx); errors.Is(cause, config.ErrRestart) {
+		logger.Info("Stopped to start again with the changed config", "cause", cause)
+		return nil
+	}
 	if errors.Is(err, agent.ErrNotNodes) {
 		// Not an error: the same DaemonSet may run while the replicas
 		// announce; it waits for a restart with another config.
 		logger.Info("Idle", "reason", err)
 		<-ctx.Done()
+		if cause := context.Cause(ctx); errors.Is(cause, config.ErrRestart) {
+			logger.Info("Stopped to start again with the changed config", "cause", cause)
+		}
 		return nil
 	}
 	return err

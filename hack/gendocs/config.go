@@ -213,15 +213,16 @@ func jsonName(f *ast.Field) string {
 // error, so that the table and the types cannot drift apart.
 func noteRestarts(secs []configSection, restart []config.RestartField) error {
 	for _, r := range restart {
+		note := r.Note + restartsNote(r.Restarts)
 		found := false
 		for i := range secs {
 			s := &secs[i]
 			if s.path == r.Path {
-				s.doc, found = s.doc+" "+r.Note, true
+				s.doc, found = s.doc+" "+note, true
 			}
 			for j := range s.fields {
 				if f := &s.fields[j]; f.path == r.Path {
-					f.desc, found = oneLine(f.desc+" "+r.Note), true
+					f.desc, found = oneLine(f.desc+" "+note), true
 				}
 			}
 		}
@@ -230,6 +231,21 @@ func noteRestarts(secs []configSection, restart []config.RestartField) error {
 		}
 	}
 	return nil
+}
+
+// restartsNote says which processes a change restarts by itself.
+func restartsNote(r config.Role) string {
+	var who []string
+	if r&config.Replicas != 0 {
+		who = append(who, "the replicas")
+	}
+	if r&config.Agents != 0 {
+		who = append(who, "the node agents")
+	}
+	if len(who) == 0 {
+		return ""
+	}
+	return " A change restarts " + strings.Join(who, " and ") + " by themselves (a clean stop; docs/configuration.md#changing-the-config)."
 }
 
 func oneLine(s string) string {

@@ -12,41 +12,56 @@ type RestartField struct {
 	Path string
 	// Note says what waits for a restart, and what follows at once.
 	Note string
+	// Restarts are the processes that read it only at start: a change
+	// restarts them (they stop cleanly and their pods' restart policy
+	// starts them again).
+	Restarts Role
 	// value is what a reload compares.
 	value func(*CloudConfig) any
 }
+
+// Role is a set of metal-ccm's processes.
+type Role uint8
+
+// The processes that read the config.
+const (
+	// Replicas are the cloud-controller-manager's replicas.
+	Replicas Role = 1 << iota
+	// Agents are the node agents.
+	Agents
+)
 
 // RestartFields are every part of the config that waits for a restart, in
 // the order the reference lists them.
 var RestartFields = []RestartField{
 	{Path: "nodes.kubeletServing.approveCSRs", Note: "Applies at the next restart of the replicas (the watch on CertificateSigningRequests is set up at start).",
-		value: func(c *CloudConfig) any { return c.Nodes.KubeletServing.ApproveCSRs }},
+		Restarts: Replicas, value: func(c *CloudConfig) any { return c.Nodes.KubeletServing.ApproveCSRs }},
 	{Path: "loadBalancer.pools", Note: "Adding the first pool or removing the last (whether LoadBalancer is offered at all) waits for a restart of the replicas.",
-		value: func(c *CloudConfig) any { return len(c.LoadBalancer.Pools) > 0 }},
+		Restarts: Replicas, value: func(c *CloudConfig) any { return len(c.LoadBalancer.Pools) > 0 }},
 	{Path: "loadBalancer.class", Note: "Read at start: a change waits for a restart of the replicas and the node agents.",
-		value: func(c *CloudConfig) any { return c.LoadBalancer.Class }},
+		Restarts: Replicas | Agents, value: func(c *CloudConfig) any { return c.LoadBalancer.Class }},
 	{Path: "loadBalancer.serveDefaultClass", Note: "Read at start, as class.",
-		value: func(c *CloudConfig) any { return c.LoadBalancer.ServeDefaultClass }},
-	{Path: "loadBalancer.pools[].addresses", Note: "Allocation and the replicas' BGP announcements follow a reload at once; the node agents and the L2 observer follow at their next restart.",
-		value: func(c *CloudConfig) any { return poolValues(c, func(p *Pool) (any, bool) { return p.Addresses, true }) }},
-	{Path: "loadBalancer.pools[].announce", Note: "The replicas' BGP announcements follow a reload at once; the node agents and the L2 observer follow at their next restart.",
-		value: func(c *CloudConfig) any { return poolValues(c, func(p *Pool) (any, bool) { return p.Announce, true }) }},
+		Restarts: Replicas | Agents, value: func(c *CloudConfig) any { return c.LoadBalancer.ServeDefaultClass }},
+	{Path: "loadBalancer.pools[].addresses", Note: "Allocation and the replicas' BGP announcements follow a reload at once; the node agents restart, and the replicas' L2 observer follows at their next restart.",
+		Restarts: Agents, value: func(c *CloudConfig) any { return poolValues(c, func(p *Pool) (any, bool) { return p.Addresses, true }) }},
+	{Path: "loadBalancer.pools[].announce", Note: "The replicas' BGP announcements follow a reload at once; the node agents restart, and the replicas' L2 observer follows at their next restart.",
+		Restarts: Agents, value: func(c *CloudConfig) any { return poolValues(c, func(p *Pool) (any, bool) { return p.Announce, true }) }},
 	{Path: "loadBalancer.pools[].bgpAdvertisements", Note: "Applies at the next restart (the speakers read it at start).",
-		value: func(c *CloudConfig) any {
+		Restarts: Replicas | Agents, value: func(c *CloudConfig) any {
 			return poolValues(c, func(p *Pool) (any, bool) { return p.BGPAdvertisements, len(p.BGPAdvertisements) > 0 })
 		}},
 	{Path: "loadBalancer.pools[].serviceCommunities", Note: "Applies at the next restart (the speakers read it at start).",
-		value: func(c *CloudConfig) any {
+		Restarts: Replicas | Agents, value: func(c *CloudConfig) any {
 			return poolValues(c, func(p *Pool) (any, bool) { return p.ServiceCommunities, len(p.ServiceCommunities) > 0 })
 		}},
 	{Path: "bgp", Note: "Applies at the next restart of the replicas and the node agents, except onStop, which a replica reads when it stops.",
-		value: func(c *CloudConfig) any { b := c.BGP; b.OnStop = ""; return b }},
+		Restarts: Replicas | Agents, value: func(c *CloudConfig) any { b := c.BGP; b.OnStop = ""; return b }},
 	{Path: "routes", Note: "Applies at the next restart.",
-		value: func(c *CloudConfig) any { return c.Routes }},
+		Restarts: Replicas | Agents, value: func(c *CloudConfig) any { return c.Routes }},
 	{Path: "healthChecks", Note: "Applies at the next restart.",
-		value: func(c *CloudConfig) any { return c.HealthChecks }},
+		Restarts: Replicas, value: func(c *CloudConfig) any { return c.HealthChecks }},
 	{Path: "l2", Note: "Applies at the next restart of the node agents and the replicas (the L2 observer).",
-		value: func(c *CloudConfig) any { return c.L2 }},
+		Restarts: Replicas | Agents, value: func(c *CloudConfig) any { return c.L2 }},
 }
 
 // ChangedAtRestart are the RestartFields whose value differs between the
@@ -56,6 +71,17 @@ func ChangedAtRestart(old, updated *CloudConfig) []RestartField {
 	for _, f := range RestartFields {
 		if !reflect.DeepEqual(f.value(old), f.value(updated)) {
 			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// RestartsOf are the paths of changed whose change restarts role.
+func RestartsOf(changed []RestartField, role Role) []string {
+	var out []string
+	for _, f := range changed {
+		if f.Restarts&role != 0 {
+			out = append(out, f.Path)
 		}
 	}
 	return out

@@ -35,14 +35,7 @@ func TestChangedAtRestart(t *testing.T) {
 		{"serviceStatus applies at once", restartDoc("", ""), restartDoc("", "serviceStatus:\n  writesPerSecond: 5\n"), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			old, err := Parse([]byte(tc.old))
-			if err != nil {
-				t.Fatal(err)
-			}
-			updated, err := Parse([]byte(tc.new))
-			if err != nil {
-				t.Fatal(err)
-			}
+			old, updated := parsePair(t, tc.old, tc.new)
 			var got []string
 			for _, f := range ChangedAtRestart(old, updated) {
 				got = append(got, f.Path)
@@ -52,4 +45,45 @@ func TestChangedAtRestart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRestartsOf: a change restarts only the processes that read it at
+// start; a new pool is the agents' alone (the replicas apply it at once).
+func TestRestartsOf(t *testing.T) {
+	const poolB = "  - {name: b, addresses: [198.18.101.0/28]}\n"
+	for _, tc := range []struct {
+		name             string
+		old, new         string
+		replicas, agents []string
+	}{
+		{"a new pool", restartDoc("", ""), restartDoc(poolB, ""), nil, []string{"loadBalancer.pools[].addresses", "loadBalancer.pools[].announce"}},
+		{"the l2 section", restartDoc("", ""), restartDoc("", "l2:\n  interfaces: [eth1]\n"), []string{"l2"}, []string{"l2"}},
+		{"health checks", restartDoc("", ""), restartDoc("", "healthChecks:\n  enabled: false\n"), []string{"healthChecks"}, nil},
+		{"the inventory", restartDoc("", ""), restartDoc("", "nodes:\n  inventory: [{name: n1}]\n"), nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old, updated := parsePair(t, tc.old, tc.new)
+			changed := ChangedAtRestart(old, updated)
+			if got := RestartsOf(changed, Replicas); !slices.Equal(got, tc.replicas) {
+				t.Errorf("replicas restart for %v; want %v", got, tc.replicas)
+			}
+			if got := RestartsOf(changed, Agents); !slices.Equal(got, tc.agents) {
+				t.Errorf("agents restart for %v; want %v", got, tc.agents)
+			}
+		})
+	}
+}
+
+// parsePair parses two config documents.
+func parsePair(t *testing.T, a, b string) (*CloudConfig, *CloudConfig) {
+	t.Helper()
+	old, err := Parse([]byte(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	updated, err := Parse([]byte(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return old, updated
 }

@@ -27,8 +27,11 @@ type Extensions struct {
 	// the election; nil: none.
 	EveryReplica EveryReplica
 	// WatchConfig applies a changed config file at path without a
-	// restart, until ctx ends; nil: a change waits for a restart.
-	WatchConfig func(ctx context.Context, path string)
+	// restart, until ctx ends; nil: a change waits for a restart. It
+	// returns an error wrapping config.ErrRestart when a change takes a restart:
+	// the manager then stops cleanly, and the pod's restart policy starts
+	// it again with the new config.
+	WatchConfig func(ctx context.Context, path string) error
 	// Services is set by a provider whose load balancers follow the nodes
 	// by themselves (UpdateLoadBalancer has nothing to do): the manager
 	// then runs pkg/lbcontroller instead of upstream's service controller.

@@ -49,7 +49,7 @@ loadBalancer:
 // announcers were built with.
 func TestClassWaitsForRestart(t *testing.T) {
 	c, _ := newTestCloud(t, retryConfig)
-	if err := c.Reload([]byte(retryConfig + "  class: metal-ccm.io/bgp\n  serveDefaultClass: true\n")); err != nil {
+	if _, err := c.Reload([]byte(retryConfig + "  class: metal-ccm.io/bgp\n  serveDefaultClass: true\n")); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.ServiceRule(); got != (lbrule.Rule{}) {

@@ -1,13 +1,8 @@
 package metal
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"errors"
 	"fmt"
-	"os"
-	"time"
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
@@ -15,15 +10,11 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 )
 
-// ReloadInterval is how often WatchConfig looks at the config file. A mounted
-// ConfigMap changes by a symlink swap, which a poll sees like any write.
-const ReloadInterval = 2 * time.Second
-
 var (
 	configReloads = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      namespace,
 		Name:           "config_reloads_total",
-		Help:           "Reloads of the cloud-config file by result: success or failure.",
+		Help:           "Reloads of the cloud-config file by result: success (applied), failure (refused: it did not validate) or restart (it changes a field the replicas read at start: the replica restarts).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
 	configLastReloadOK = metrics.NewGauge(&metrics.GaugeOpts{
@@ -34,63 +25,54 @@ var (
 	})
 )
 
-// ErrRestartNeeded marks config changes that take effect only at the next
-// start (config.RestartFields).
-var ErrRestartNeeded = errors.New("takes effect at the next restart")
-
 // WatchConfig reloads the config file at path when its content changes,
 // until ctx ends. A valid config replaces the running one at once (nodes,
 // pools); an invalid one is refused, logged and counted, and the running
-// config goes on.
-func (c *Cloud) WatchConfig(ctx context.Context, path string) {
+// config goes on. A change of a field the replicas read only at start
+// (config.RestartFields) is applied where it can be, and returned as
+// config.ErrRestart: the manager stops cleanly and starts again.
+func (c *Cloud) WatchConfig(ctx context.Context, path string) error {
 	logger := klog.FromContext(ctx).WithValues("config", path)
 	configLastReloadOK.Set(1)
-	last, _ := os.ReadFile(path) //nolint:gosec // the operator's --cloud-config
-	lastSum := sha256.Sum256(last)
-	t := time.NewTicker(ReloadInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		data, err := os.ReadFile(path) //nolint:gosec // the operator's --cloud-config
+	var restart []string
+	config.WatchFile(ctx, path, config.WatchInterval, func(data []byte) bool {
+		later, err := c.Reload(data)
 		if err != nil {
-			// A ConfigMap update swaps a symlink: a read can fail in between.
-			continue
-		}
-		sum := sha256.Sum256(data)
-		if bytes.Equal(sum[:], lastSum[:]) {
-			continue
-		}
-		lastSum = sum
-		if err := c.Reload(data); err != nil {
 			configReloads.WithLabelValues("failure").Inc()
 			configLastReloadOK.Set(0)
 			logger.Error(err, "Refused the changed cloud config; the running config goes on")
-			continue
+			return true
+		}
+		configLastReloadOK.Set(1)
+		c.retryFailed(ctx)
+		if restart = config.RestartsOf(later, config.Replicas); len(restart) > 0 {
+			configReloads.WithLabelValues("restart").Inc()
+			return false
 		}
 		configReloads.WithLabelValues("success").Inc()
-		configLastReloadOK.Set(1)
-		logger.Info("Applied the changed cloud config")
-		c.retryFailed(ctx)
+		// The node agents watch the same file and restart for their own.
+		logger.Info("Applied the changed cloud config", "restartsNodeAgents", config.RestartsOf(later, config.Agents))
+		return true
+	})
+	if len(restart) > 0 {
+		return fmt.Errorf("%w: %v", config.ErrRestart, restart)
 	}
+	return nil
 }
 
-// Reload parses and applies a new config document. Changes of
-// config.RestartFields are logged as waiting for a restart; everything else
-// applies at once.
-func (c *Cloud) Reload(data []byte) error {
+// Reload parses and applies a new config document, and returns the
+// config.RestartFields it changes: those wait for a restart of the
+// processes that read them at start; everything else applies at once.
+func (c *Cloud) Reload(data []byte) ([]config.RestartField, error) {
 	cfg, err := config.Parse(data)
 	if err != nil {
-		return fmt.Errorf("reload cloud config: %w", err)
+		return nil, fmt.Errorf("reload cloud config: %w", err)
 	}
 	c.swap.Lock()
 	defer c.swap.Unlock()
 	st, err := newState(cfg, *c.env.Load())
 	if err != nil {
-		return fmt.Errorf("reload cloud config: %w", err)
+		return nil, fmt.Errorf("reload cloud config: %w", err)
 	}
 	old := c.state.Load()
 	c.state.Store(st)
@@ -101,17 +83,13 @@ func (c *Cloud) Reload(data []byte) error {
 	}
 	c.lb.alloc.SetPools(st.pools)
 	changed := config.ChangedAtRestart(old.cfg, cfg)
-	later := make([]string, 0, len(changed))
 	for _, f := range changed {
 		if f.Path == "loadBalancer.pools[].addresses" || f.Path == "loadBalancer.pools[].announce" {
 			// The roles that read the pools live (the replicas' BGP
 			// announcer) follow at once: they look at every Service again.
 			c.replica.Resync()
+			break
 		}
-		later = append(later, f.Path)
 	}
-	if len(later) > 0 {
-		klog.Background().Info("Some changes of the cloud config wait for a restart (docs/reference/cloud-config.md says what follows at once)", "fields", later, "reason", ErrRestartNeeded)
-	}
-	return nil
+	return changed, nil
 }

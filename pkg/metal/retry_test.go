@@ -135,7 +135,7 @@ func TestRequeue(t *testing.T) {
 				}
 			},
 			free: func(t *testing.T, c *Cloud, _ []*v1.Service) {
-				if err := c.Reload([]byte(retryConfig + "  - {name: second, addresses: [198.18.141.0/30]}\n")); err != nil {
+				if _, err := c.Reload([]byte(retryConfig + "  - {name: second, addresses: [198.18.141.0/30]}\n")); err != nil {
 					t.Fatal(err)
 				}
 				c.retryFailed(ctx) // as WatchConfig does after a reload

@@ -91,7 +91,9 @@ func (rs *replicaSet) configPath(i int) string {
 // BGP session to the router from speaker address i.
 func (rs *replicaSet) writeConfig(i int, poolsYAML string) error {
 	var b strings.Builder
-	b.WriteString("apiVersion: metal-ccm.io/v1alpha1\nkind: CloudConfig\nloadBalancer:\n  pools:\n")
+	// healthChecks is written every time: a reload that dropped it would
+	// turn them on, which takes a restart.
+	b.WriteString("apiVersion: metal-ccm.io/v1alpha1\nkind: CloudConfig\nhealthChecks:\n  enabled: false\nloadBalancer:\n  pools:\n")
 	b.WriteString(poolsYAML)
 	if lab != nil {
 		fmt.Fprintf(&b, "bgp:\n  asn: %d\n  peers:\n  - address: %s\n    asn: %d\n    localAddress: %s\n    holdTime: 9s\n    gracefulRestart: {restartTime: %s}\n",

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 )
 
@@ -31,7 +32,8 @@ func TestConfigReload(t *testing.T) {
 	// A valid change: a new pool. The waiting Service gets an address at once.
 	write := func(body string) {
 		t.Helper()
-		if err := os.WriteFile(path, []byte("apiVersion: metal-ccm.io/v1alpha1\nkind: CloudConfig\n"+body), 0o600); err != nil {
+		// healthChecks as at the start: turning them on takes a restart.
+		if err := os.WriteFile(path, []byte("apiVersion: metal-ccm.io/v1alpha1\nkind: CloudConfig\nhealthChecks:\n  enabled: false\n"+body), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,5 +84,40 @@ func metricIs(t *testing.T, c *framework.CCM, lines ...string) {
 				t.Errorf("/metrics lacks %s", l)
 			}
 		}
+	}
+}
+
+// TestConfigRestart changes a field the replicas read only at start
+// (healthChecks) under a running CCM: it stops cleanly by itself, within
+// config.RestartSpread and its stop, to be started again by its pod's
+// restart policy; started again, it runs with the new config.
+func TestConfigRestart(t *testing.T) {
+	body := "loadBalancer:\n  pools:\n  - {name: first, addresses: [198.18.132.0/29]}\n"
+	path := writeConfig(t, body+"healthChecks:\n  enabled: false\n")
+	ccm := startCCM(t, framework.CCMOptions{CloudConfig: path})
+	metricIs(t, ccm, `metal_ccm_config_last_reload_successful 1`)
+	changed := time.Now()
+	if err := os.WriteFile(path, []byte("apiVersion: metal-ccm.io/v1alpha1\nkind: CloudConfig\n"+body+"healthChecks:\n  enabled: false\n  interval: 3s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deadline := changed.Add(config.RestartSpread + 20*time.Second)
+	for !ccm.Exited() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the CCM runs on %s after a change of healthChecks", time.Since(changed).Round(time.Second))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("the CCM stopped %s after the change", time.Since(changed).Round(100*time.Millisecond))
+	log := ccm.Log()
+	for _, want := range []string{"The changed config takes a restart", "Stopping to start again with the changed config", "healthChecks"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the CCM's log lacks %q", want)
+		}
+	}
+	again := startCCM(t, framework.CCMOptions{Name: "ccm-config-restart-2", CloudConfig: path})
+	metricIs(t, again, `metal_ccm_config_last_reload_successful 1`)
+	time.Sleep(2 * config.WatchInterval)
+	if again.Exited() {
+		t.Error("started again with the changed config, the CCM stopped again")
 	}
 }
