@@ -38,8 +38,9 @@ mkdir -p "$out/node-agent"
 render rbac.yaml rbac.yaml
 render configmap.yaml configmap.yaml
 render workload.yaml daemonset.yaml
-# The node agent (bgp.announceFrom: Nodes; off in the chart's defaults).
+# The node agent (bgp.announceFrom: Nodes or L2 pools; off in the chart's
+# defaults), which may have CAP_NET_RAW (dropped at start without an L2 pool).
 render agent.yaml node-agent/agent.yaml --set agent.enabled=true
-# The node agent with CAP_NET_RAW, for L2 pools (agent.l2=true), and the
-# Lease of the two-node witness with the right to update it.
+# The same for L2 pools (agent.l2=true), with the Lease of the two-node
+# witness and the right to update it.
 render agent.yaml node-agent/agent-l2.yaml --set agent.enabled=true --set agent.l2=true --show-only templates/l2witness.yaml

@@ -25,6 +25,7 @@ import (
 
 	"github.com/metal-ccm/metal-ccm/pkg/agent"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
+	"github.com/metal-ccm/metal-ccm/pkg/l2"
 )
 
 // options are the agent's flags.
@@ -82,6 +83,19 @@ func (o *options) run(ctx context.Context) error {
 	cfg, err := config.LoadFile(o.cloudConfig)
 	if err != nil {
 		return err
+	}
+	if !cfg.LoadBalancer.HasProtocol(config.ProtocolL2) {
+		// No raw socket without an L2 pool: the capability the pod may
+		// grant (the chart's does, so that a pool added later works after
+		// the restart it brings) goes for good. A binary built with cgo
+		// (tests) cannot drop it from every thread, and keeps it.
+		if had, _ := l2.HasNetRaw(); had {
+			if err := l2.DropNetRaw(); err != nil {
+				logger.Info("Cannot drop CAP_NET_RAW, which no L2 pool needs", "err", err)
+			} else {
+				logger.Info("No pool is announced with L2: CAP_NET_RAW dropped for good")
+			}
+		}
 	}
 	ctx, stopFor := context.WithCancelCause(ctx)
 	defer stopFor(nil)

@@ -150,7 +150,7 @@ func checkRendered(t *testing.T, objs []*unstructured.Unstructured, wantRules, w
 	checkWitness(t, objs, l2)
 	for _, o := range objs {
 		if isAgent(o) {
-			checkAgent(t, o, wantAgentRules, l2)
+			checkAgent(t, o, wantAgentRules, true)
 			continue
 		}
 		if o.GetName() == dashboardConfigMap { // TestChartDashboardConfigMap checks it
@@ -263,8 +263,10 @@ func renderedL2(t *testing.T, objs []*unstructured.Unstructured) bool {
 // checkAgent checks an object of the node agent: read-only rules (those of
 // deploy/node-agent/agent.yaml: no write of any kind, Events included), and a hardened pod on the
 // node's network with its node's name, which holds no capability, or
-// CAP_NET_RAW alone when a pool is announced with L2 (l2).
-func checkAgent(t *testing.T, o *unstructured.Unstructured, wantRules []rbacv1.PolicyRule, l2 bool) {
+// CAP_NET_RAW alone when netRaw (unless agent.l2 is false: whatever the
+// config, as an L2 pool may be added later; an agent without one drops it).
+func checkAgent(t *testing.T, o *unstructured.Unstructured, wantRules []rbacv1.PolicyRule, netRaw bool) {
+	l2 := netRaw
 	t.Helper()
 	switch o.GetKind() {
 	case "ClusterRole":
@@ -295,12 +297,12 @@ func checkAgent(t *testing.T, o *unstructured.Unstructured, wantRules []rbacv1.P
 		}
 		if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.Capabilities == nil ||
 			!slices.Contains(sc.Capabilities.Drop, "ALL") || !slices.Equal(sc.Capabilities.Add, wantAdd) {
-			t.Errorf("agent container securityContext %+v: want a read-only root filesystem and the capabilities %v (an L2 pool: %v)", sc, wantAdd, l2)
+			t.Errorf("agent container securityContext %+v: want a read-only root filesystem and the capabilities %v (NET_RAW granted: %v)", sc, wantAdd, l2)
 		}
 		// The file capability of the image's agent is gained only where
-		// privilege escalation is allowed: with an L2 pool, and only then.
+		// privilege escalation is allowed: with NET_RAW, and only then.
 		if sc != nil && (sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation != l2) {
-			t.Errorf("agent container allowPrivilegeEscalation %v, want %v (an L2 pool: %v)", sc.AllowPrivilegeEscalation, l2, l2)
+			t.Errorf("agent container allowPrivilegeEscalation %v, want %v (NET_RAW granted: %v)", sc.AllowPrivilegeEscalation, l2, l2)
 		}
 		if psc := spec.SecurityContext; psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
 			t.Errorf("agent pod securityContext %+v: want runAsNonRoot", psc)
@@ -509,10 +511,11 @@ func installPrometheusRuleCRD(t *testing.T) {
 }
 
 // TestAgentManifestsL2: the plain manifests of the node agent come in two,
-// rendered from the chart's agent.l2: without CAP_NET_RAW
-// (deploy/node-agent/agent.yaml) and with it alone, for L2 pools
-// (agent-l2.yaml, with the L2 witness's Lease and its one right); both with
-// the same read-only cluster-wide rules.
+// rendered from the chart: deploy/node-agent/agent.yaml and, for L2 pools,
+// agent-l2.yaml with the L2 witness's Lease and its one right; both may
+// have CAP_NET_RAW alone (an L2 pool added later works), both with the
+// same read-only cluster-wide rules. With agent.l2 false the chart grants
+// no capability.
 func TestAgentManifestsL2(t *testing.T) {
 	dir := filepath.Join(framework.RepoRoot(), "deploy", "node-agent")
 	wantAgentRules := clusterRoleRules(t, readFile(t, filepath.Join(dir, "agent.yaml")))
@@ -524,7 +527,7 @@ func TestAgentManifestsL2(t *testing.T) {
 				if o.GetKind() == "DaemonSet" {
 					daemonSets++
 				}
-				checkAgent(t, o, wantAgentRules, l2)
+				checkAgent(t, o, wantAgentRules, true)
 			}
 			checkWitness(t, objs, l2)
 			if daemonSets != 1 {
@@ -532,4 +535,11 @@ func TestAgentManifestsL2(t *testing.T) {
 			}
 		})
 	}
+	t.Run("agent.l2 false", func(t *testing.T) {
+		out := runHelm(t, helmBinary(t), "template", "metal-ccm", chartDir, "--namespace", "kube-system",
+			"--set", "agent.enabled=true", "--set", "agent.l2=false", "--show-only", "templates/agent.yaml")
+		for _, o := range decodeAll(t, out) {
+			checkAgent(t, o, wantAgentRules, false)
+		}
+	})
 }

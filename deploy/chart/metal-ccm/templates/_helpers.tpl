@@ -40,16 +40,14 @@ agents then answer ARP and Neighbor Solicitations, which takes CAP_NET_RAW
 {{- end -}}
 {{- end -}}
 
-{{/* Whether the agents get CAP_NET_RAW: agent.l2, else (auto) an L2 pool in cloudConfig. */}}
+{{/* Whether the agents' containers may have CAP_NET_RAW: unless agent.l2 is false (an agent without an L2 pool drops it at start). */}}
 {{- define "metal-ccm.agentNetRaw" -}}
-{{- $l2 := .Values.agent.l2 -}}
-{{- if kindIs "bool" $l2 -}}{{- if $l2 -}}true{{- end -}}
-{{- else if include "metal-ccm.l2" . -}}true{{- end -}}
+{{- if ne (toString .Values.agent.l2) "false" -}}true{{- end -}}
 {{- end -}}
 
 {{/* The L2 witness Lease as NAMESPACE/NAME, empty when there is none. */}}
 {{- define "metal-ccm.l2Witness" -}}
-{{- if and .Values.agent.enabled .Values.agent.l2Witness.enabled (include "metal-ccm.agentNetRaw" .) -}}
+{{- if and .Values.agent.enabled .Values.agent.l2Witness.enabled (or (include "metal-ccm.l2" .) (eq (toString .Values.agent.l2) "true")) -}}
 {{ .Release.Namespace }}/{{ .Values.agent.l2Witness.leaseName }}
 {{- end -}}
 {{- end -}}
