@@ -84,8 +84,8 @@ func (bl *bmcLab) fastPath(t *testing.T, svc, move result, n int) (result, resul
 	if len(wrong) > 0 {
 		t.Errorf("taints on nodes whose machine stayed on: %v", wrong)
 	}
-	common := fmt.Sprintf("confirmFor %s, grace period %s; out-of-service taint after %s, NotReady after %s; wrong taints %d (also with kube-proxy frozen on machines that stayed on, their BMC saying On or frozen, for %s)",
-		fastConfirmFor, framework.NodeMonitorGracePeriod, medianMax(tainted), medianMax(notReady), len(wrong), fastProbeWindow)
+	common := fmt.Sprintf("confirmFor %s, grace period %s; out-of-service taint after %s, %s; wrong taints %d (also with kube-proxy frozen on machines that stayed on, their BMC saying On or frozen, for %s)",
+		fastConfirmFor, framework.NodeMonitorGracePeriod, medianMax(tainted), notReadyNote(notReady), len(wrong), fastProbeWindow)
 	svc.note = fmt.Sprintf("recovery: ipmitool chassis power off to the last failed request of a loop from the client (300 ms timeout, new connection each) through the router (goal %s); %s",
 		fastServiceGoal, common)
 	move.note = fmt.Sprintf("recovery: ipmitool chassis power off to the pod Running and Ready on another node (goal %s); the leader force-deletes the Terminating pod; %s",
@@ -97,6 +97,21 @@ func (bl *bmcLab) fastPath(t *testing.T, svc, move result, n int) (result, resul
 		svc.pass = false
 	}
 	return svc, move
+}
+
+// notReadyNote says when the nodes turned NotReady: WatchPowerOff gives 0
+// for a node still Ready when the pod moved.
+func notReadyNote(ds []time.Duration) string {
+	var seen []time.Duration
+	for _, d := range ds {
+		if d > 0 {
+			seen = append(seen, d)
+		}
+	}
+	if len(seen) == 0 {
+		return "the node still Ready when the pod moved"
+	}
+	return fmt.Sprintf("NotReady after %s (%d of %d before the pod moved)", medianMax(seen), len(seen), len(ds))
 }
 
 func maxDuration(ds []time.Duration) time.Duration {
