@@ -49,6 +49,8 @@ const (
 // time to the pod Running elsewhere.
 func (bl *bmcLab) fastPath(t *testing.T, svc, move result, n int) (result, result) {
 	ctx := context.Background()
+	start := time.Now()
+	defer func() { t.Logf("the fast path's rows took %s", time.Since(start).Round(time.Second)) }()
 	if err := bl.fastPathOn(ctx); err != nil {
 		t.Errorf("fast path: %v", err)
 		return svc, move
@@ -64,7 +66,7 @@ func (bl *bmcLab) fastPath(t *testing.T, svc, move result, n int) (result, resul
 	for k := range n {
 		bl.waitPods(t, len(bl.nodes))
 		bl.waitAllHops(t)
-		f, loss, err := bl.fastPowerOff(ctx)
+		f, loss, err := bl.fastPowerOff(ctx, t)
 		wrong = append(wrong, f.WrongTaints...)
 		svc.tally(loss.failing, err)
 		move.tally(f.Moved, err)
@@ -174,7 +176,9 @@ func (bl *bmcLab) startFastService(t *testing.T) {
 // neither. It returns the taints seen.
 func (bl *bmcLab) probeFailsMachineOn(t *testing.T) ([]string, error) {
 	ctx := context.Background()
-	x := framework.RunningOn(ctx, bl.client, bl.ns, bmcPod)
+	// The pod's node was powered off and on by the row before: the pod
+	// may still be starting.
+	x := framework.WaitRunning(t, bl.client, bl.ns, bmcPod, 2*time.Minute)
 	var others []*framework.RealNode
 	for _, n := range bl.nodes {
 		if n.Name != x {
@@ -259,13 +263,10 @@ var errNotBack = errors.New("the node is not back")
 // fastPowerOff powers the StatefulSet pod's machine off through its BMC
 // under a request loop, until the pod runs elsewhere and fastAfterMove
 // more, then on again until the node is Ready and untainted.
-func (bl *bmcLab) fastPowerOff(ctx context.Context) (framework.PowerOffFigures, requestLoss, error) {
+func (bl *bmcLab) fastPowerOff(ctx context.Context, t *testing.T) (framework.PowerOffFigures, requestLoss, error) {
 	var f framework.PowerOffFigures
 	var loss requestLoss
-	x := framework.RunningOn(ctx, bl.client, bl.ns, bmcPod)
-	if x == "" {
-		return f, loss, fmt.Errorf("pod %s is not running", bmcPod)
-	}
+	x := framework.WaitRunning(t, bl.client, bl.ns, bmcPod, 2*time.Minute)
 	b := bl.bmcs[x]
 	loop := lab.StartFailoverLoop(bl.vip)
 	time.Sleep(time.Second) // a second of requests with every node on
