@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-
 	"github.com/metal-ccm/metal-ccm/pkg/metal"
 	"github.com/metal-ccm/metal-ccm/pkg/outofservice"
 	"github.com/metal-ccm/metal-ccm/test/framework"
@@ -151,17 +148,7 @@ func (bl *bmcLab) startFastService(t *testing.T) {
 	for _, n := range bl.nodes {
 		all = append(all, n.Name)
 	}
-	if _, err := bl.client.AppsV1().Deployments(bl.ns).Create(ctx, echoDeployment("echo", all), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	svc := framework.LoadBalancerService(bl.ns, "echo")
-	for i := range svc.Spec.Ports {
-		svc.Spec.Ports[i].TargetPort = intstr.FromInt32(8080)
-	}
-	if _, err := bl.client.CoreV1().Services(bl.ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	bl.waitPods(t, len(all))
+	bl.startEcho(t, all)
 	bl.waitAllHops(t)
 	page, err := bl.cp.Metrics(ctx, bl.ccm)
 	if v, ok := framework.MetricValue(page, `metal_ccm_node_health_targets{state="healthy"}`); err != nil || !ok || v < float64(len(all)) {
@@ -279,7 +266,7 @@ func (bl *bmcLab) fastPowerOff(ctx context.Context, t *testing.T) (framework.Pow
 	loss.failing, loss.failed = reqs.Recovered(off), reqs.Failed(off)
 	loss.sent = len(reqs)
 	if n := reqs.Failed(time.Time{}) - loss.failed; n > 0 && err == nil {
-		err = fmt.Errorf("%d requests failed with every node on: %v", n, reqs.FirstError())
+		err = fmt.Errorf("%d requests failed with every node on: %w", n, reqs.FirstError())
 	}
 	if err == nil {
 		switch {

@@ -190,7 +190,16 @@ func (pl *powerLab) startService(t *testing.T) {
 			spared = append(spared, n.Name)
 		}
 	}
-	if _, err := pl.client.AppsV1().Deployments(pl.ns).Create(ctx, echoDeployment("echo", spared), metav1.CreateOptions{}); err != nil {
+	pl.startEcho(t, spared)
+}
+
+// startEcho starts, in pl.ns, the echo Deployment with a pod on each of
+// the nodes named and its Cluster LoadBalancer Service, and waits for the
+// pods.
+func (pl *powerLab) startEcho(t *testing.T, onNodes []string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := pl.client.AppsV1().Deployments(pl.ns).Create(ctx, echoDeployment("echo", onNodes), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	svc := framework.LoadBalancerService(pl.ns, "echo")
@@ -200,7 +209,7 @@ func (pl *powerLab) startService(t *testing.T) {
 	if _, err := pl.client.CoreV1().Services(pl.ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pl.waitPods(t, len(spared))
+	pl.waitPods(t, len(onNodes))
 }
 
 // echoDeployment runs one echo pod on each of the nodes named.
