@@ -160,6 +160,17 @@ func TestValidationErrorsNameEveryField(t *testing.T) {
 			},
 		},
 		{
+			name: "fast path without the taint or the health checks",
+			in: header + `nodes:
+  powerState: {source: ipmi, outOfService: {fastPath: true}}
+healthChecks: {enabled: false}
+`,
+			want: []string{
+				`nodes.powerState.outOfService.fastPath: Invalid value: true: needs nodes.powerState.outOfService.enabled`,
+				`nodes.powerState.outOfService.fastPath: Invalid value: true: needs healthChecks.enabled`,
+			},
+		},
+		{
 			name: "node-agent fields with announceFrom Replicas",
 			in: header + `bgp:
   asn: 64512

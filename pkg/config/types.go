@@ -496,4 +496,14 @@ type OutOfService struct {
 	// ConfirmFor is how long the source must keep saying Off, for a
 	// NotReady node, before the taint. From 1s to 10m. Default: 10s.
 	ConfirmFor *metav1.Duration `json:"confirmFor,omitempty"`
+	// FastPath also asks the source at once about a node whose
+	// kube-proxy health check (healthChecks' port, probed by the leader)
+	// fails, without waiting for the node to be NotReady: an Off said for
+	// confirmFor taints it then, and the leader force-deletes the
+	// Terminating pods of the nodes it tainted while their source says
+	// Off. It needs enabled and the health checks on, kube-proxy's health
+	// port answered on every node, and the chart's
+	// powerState.outOfService.fastPath (pods list and delete).
+	// Default: false.
+	FastPath bool `json:"fastPath,omitempty"`
 }

@@ -45,6 +45,7 @@ func (c *CloudConfig) validate() field.ErrorList {
 	errs = append(errs, c.LoadBalancer.validatePolicy(field.NewPath("loadBalancer"), &c.BGP)...)
 	errs = append(errs, c.Routes.validate(field.NewPath("routes"), &c.BGP)...)
 	errs = append(errs, c.HealthChecks.validate(field.NewPath("healthChecks"))...)
+	errs = append(errs, validateFastPath(field.NewPath("nodes", "powerState", "outOfService", "fastPath"), c.Nodes.PowerState.OutOfService, c.HealthChecks)...)
 	errs = append(errs, c.L2.validate(field.NewPath("l2"))...)
 	errs = append(errs, c.L2.validateKey(field.NewPath("l2"), &c.LoadBalancer)...)
 	errs = append(errs, c.ServiceStatus.validate(field.NewPath("serviceStatus"))...)
@@ -238,4 +239,21 @@ func (f Fencing) MaxSharePercent() (int, error) {
 		return 0, errors.New(`must be a percentage from "1%" to "100%"`)
 	}
 	return n, nil
+}
+
+// validateFastPath refuses a fast path that could never act: it asks the
+// source about the nodes whose health check fails, so it needs the
+// out-of-service taint and the health checks' settings.
+func validateFastPath(p *field.Path, o OutOfService, h HealthChecks) field.ErrorList {
+	if !o.FastPath {
+		return nil
+	}
+	var errs field.ErrorList
+	if !o.Enabled {
+		errs = append(errs, field.Invalid(p, true, "needs nodes.powerState.outOfService.enabled: the fast path only takes the taint sooner"))
+	}
+	if h.Enabled != nil && !*h.Enabled {
+		errs = append(errs, field.Invalid(p, true, "needs healthChecks.enabled: the fast path acts on a failing check of kube-proxy's health port"))
+	}
+	return errs
 }

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/metal-ccm/metal-ccm/pkg/healthcheck"
 	"github.com/metal-ccm/metal-ccm/pkg/outofservice"
 )
 
@@ -16,7 +17,8 @@ import (
 const outOfServicePeriod = 2 * time.Second
 
 // runOutOfService runs the out-of-service taint of powered-off nodes
-// (nodes.powerState.outOfService) on the leader until ctx ends. It always
+// (nodes.powerState.outOfService), and its fast path's checks of the
+// nodes' kube-proxy, on the leader until ctx ends. It always
 // runs, so that a node it tainted loses the taint when it is Ready again
 // even after the feature was turned off by a reload.
 func (c *Cloud) runOutOfService(ctx context.Context, client kubernetes.Interface) {
@@ -30,13 +32,21 @@ func (c *Cloud) runOutOfService(ctx context.Context, client kubernetes.Interface
 		Client: client,
 		Off:    c.InstanceShutdown,
 		Settings: func() outofservice.Settings {
-			ps := c.state.Load().cfg.Nodes.PowerState
-			return outofservice.Settings{Enabled: ps.OutOfService.Enabled, ConfirmFor: ps.OutOfService.ConfirmFor.Duration, Source: ps.Source}
+			cfg := c.state.Load().cfg
+			ps := cfg.Nodes.PowerState
+			s := outofservice.Settings{Enabled: ps.OutOfService.Enabled, ConfirmFor: ps.OutOfService.ConfirmFor.Duration, Source: ps.Source}
+			// The fast path's checks are the health checks' (validation
+			// refuses a fast path without them).
+			if opts, on := healthcheck.FromConfig(cfg.HealthChecks); on && ps.OutOfService.Enabled && ps.OutOfService.FastPath {
+				s.FastPath, s.Checks, s.ProxyPort = true, opts, cfg.HealthChecks.Port
+			}
+			return s
 		},
 		Event: func(n *v1.Node, eventType, reason, format string, args ...any) {
 			c.eventf(n, eventType, reason, format, args...)
 		},
 		Period: outOfServicePeriod,
 	}
+	ctrl.Probes = outofservice.NewProbes(ctrl.Poke)
 	ctrl.Run(ctx)
 }

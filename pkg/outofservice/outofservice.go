@@ -6,11 +6,17 @@
 // is the power-state source's: only its Off, said for a confirmation time,
 // ever taints; no answer never does. A node is untainted when it is Ready
 // again, and only if this controller tainted it.
+//
+// With the fast path, a node whose kube-proxy no longer answers the
+// leader's check is asked about at once, before the node lifecycle
+// controller marks it NotReady, and the Terminating pods of a node this
+// controller tainted are force-deleted while its source says Off.
 package outofservice
 
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -23,7 +29,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/metal-ccm/metal-ccm/pkg/annotation"
-	"github.com/metal-ccm/metal-ccm/pkg/nodes"
+	"github.com/metal-ccm/metal-ccm/pkg/healthcheck"
 )
 
 // The taint, as Kubernetes' non-graceful node shutdown documents it.
@@ -38,6 +44,9 @@ const (
 	ReasonTainted = "OutOfServiceTainted"
 	// ReasonUntainted: the node is Ready again and lost the taint.
 	ReasonUntainted = "OutOfServiceRemoved"
+	// ReasonPodsDeleted: the Terminating pods of a node this controller
+	// tainted were force-deleted (the fast path).
+	ReasonPodsDeleted = "OutOfServicePodsDeleted"
 )
 
 // Settings are the controller's settings of the moment.
@@ -45,6 +54,23 @@ type Settings struct {
 	Enabled    bool
 	ConfirmFor time.Duration
 	Source     string // for the Events
+	// FastPath: nodes whose kube-proxy check fails are asked about at
+	// once, and the Terminating pods of tainted nodes are force-deleted.
+	FastPath bool
+	// Checks and ProxyPort are the fast path's checks (the health
+	// checks' settings).
+	Checks    healthcheck.Options
+	ProxyPort uint16
+}
+
+// Prober checks the nodes' kube-proxy for the fast path (Probes).
+type Prober interface {
+	// Update sets the checks of s for the nodes; ctx bounds them.
+	Update(ctx context.Context, s Settings, nodes []*v1.Node)
+	// State is a node's check, Unknown when it is not checked.
+	State(name string) healthcheck.State
+	// Stop ends the checks.
+	Stop()
 }
 
 // Controller taints and untaints nodes; only the leader runs it.
@@ -60,19 +86,24 @@ type Controller struct {
 	Event func(node *v1.Node, eventType, reason, format string, args ...any)
 	// Period is how often the nodes are looked at.
 	Period time.Duration
+	// Probes are the fast path's checks; nil: none (the fast path then
+	// finds no node whose check fails).
+	Probes Prober
 
 	now      func() time.Time
-	offSince map[string]time.Time // NotReady nodes whose machine is off, since when
+	offSince map[string]time.Time // candidates whose machine is off, since when
+	wake     chan struct{}
 }
 
 var taint = &v1.Taint{Key: TaintKey, Value: TaintValue, Effect: v1.TaintEffectNoExecute}
 
-// Run looks at the nodes every Period until ctx ends.
+// Run looks at the nodes every Period, and when Poke is called, until ctx
+// ends.
 func (c *Controller) Run(ctx context.Context) {
-	if c.now == nil {
-		c.now = time.Now
+	c.init()
+	if c.Probes != nil {
+		defer c.Probes.Stop()
 	}
-	c.offSince = map[string]time.Time{}
 	t := time.NewTicker(c.Period)
 	defer t.Stop()
 	for {
@@ -81,60 +112,126 @@ func (c *Controller) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-c.wake:
 		}
+	}
+}
+
+func (c *Controller) init() {
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.offSince == nil {
+		c.offSince = map[string]time.Time{}
+	}
+	if c.wake == nil {
+		c.wake = make(chan struct{}, 1)
+	}
+}
+
+// Poke makes Run look at the nodes at once: a check changed, or a
+// confirmation is due.
+func (c *Controller) Poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
 	}
 }
 
 // Sync looks at every node once.
 func (c *Controller) Sync(ctx context.Context) {
+	c.init()
 	logger := klog.FromContext(ctx).WithName("out-of-service")
 	list, err := c.Nodes.List(labels.Everything())
 	if err != nil {
 		return
 	}
 	s := c.Settings()
+	if c.Probes != nil {
+		c.Probes.Update(ctx, s, list)
+	}
 	seen := make(map[string]bool, len(list))
 	for _, n := range list {
 		seen[n.Name] = true
-		_, marked := n.Annotations[annotation.OutOfService]
-		if nodes.Ready(n) {
+		v := viewOf(n, c.probe(n.Name))
+		st, why := decide(v, s)
+		if st != stepAsk {
+			// No candidate: a confirmation starts again.
 			delete(c.offSince, n.Name)
-			if marked {
-				if err := c.untaint(ctx, n); err != nil {
-					logger.Error(err, "Cannot remove the out-of-service taint", "node", klog.KObj(n))
-				}
+		}
+		switch st {
+		case stepUntaint:
+			if err := c.untaint(ctx, n); err != nil {
+				logger.Error(err, "Cannot remove the out-of-service taint", "node", klog.KObj(n))
 			}
-			continue
+		case stepKeep:
+			if forceDelete(v, s) {
+				c.forceDelete(ctx, n, s)
+			}
+		case stepAsk:
+			c.confirm(ctx, n, s, why)
 		}
-		if !s.Enabled || marked || hasTaint(n) {
-			continue
-		}
-		off, err := c.Off(ctx, n)
-		if err != nil || !off {
-			// No evidence: the confirmation starts again.
-			delete(c.offSince, n.Name)
-			continue
-		}
-		since, ok := c.offSince[n.Name]
-		if !ok {
-			c.offSince[n.Name] = c.now()
-			continue
-		}
-		if c.now().Sub(since) < s.ConfirmFor {
-			continue
-		}
-		if err := c.taint(ctx, n); err != nil {
-			logger.Error(err, "Cannot add the out-of-service taint", "node", klog.KObj(n))
-			continue
-		}
-		c.Event(n, v1.EventTypeWarning, ReasonTainted,
-			"Power-state source %s has said the machine is off since %s (confirmed for %s) and the node is NotReady: tainted %s=%s:NoExecute, so its pods are deleted and their volumes detached",
-			s.Source, since.UTC().Format(time.RFC3339), s.ConfirmFor, TaintKey, TaintValue)
 	}
 	for name := range c.offSince {
 		if !seen[name] {
 			delete(c.offSince, name)
 		}
+	}
+}
+
+func (c *Controller) probe(name string) healthcheck.State {
+	if c.Probes == nil {
+		return healthcheck.Unknown
+	}
+	return c.Probes.State(name)
+}
+
+// confirm asks the source about a candidate and taints it once the source
+// has said Off at every look for ConfirmFor.
+func (c *Controller) confirm(ctx context.Context, n *v1.Node, s Settings, why cause) {
+	off, err := c.Off(ctx, n)
+	if err != nil || !off {
+		// No evidence: the confirmation starts again.
+		delete(c.offSince, n.Name)
+		return
+	}
+	since, ok := c.offSince[n.Name]
+	if !ok {
+		c.offSince[n.Name] = c.now()
+		// Looked at again when the confirmation is due, not up to a
+		// Period later.
+		time.AfterFunc(s.ConfirmFor, c.Poke)
+		return
+	}
+	if c.now().Sub(since) < s.ConfirmFor {
+		return
+	}
+	if err := c.taint(ctx, n); err != nil {
+		klog.FromContext(ctx).WithName("out-of-service").Error(err, "Cannot add the out-of-service taint", "node", klog.KObj(n))
+		return
+	}
+	delete(c.offSince, n.Name)
+	c.Event(n, v1.EventTypeWarning, ReasonTainted,
+		"Power-state source %s has said the machine is off since %s (confirmed for %s) and %s: tainted %s=%s:NoExecute, so its pods are deleted and their volumes detached",
+		s.Source, since.UTC().Format(time.RFC3339), s.ConfirmFor, why, TaintKey, TaintValue)
+}
+
+// forceDelete force-deletes the Terminating pods of a node this
+// controller tainted, while its source says Off: the machine cannot be
+// running them.
+func (c *Controller) forceDelete(ctx context.Context, n *v1.Node, s Settings) {
+	off, err := c.Off(ctx, n)
+	if err != nil || !off {
+		return
+	}
+	deleted, err := c.deleteTerminating(ctx, n)
+	if len(deleted) > 0 {
+		c.Event(n, v1.EventTypeWarning, ReasonPodsDeleted,
+			"Power-state source %s says the machine is off and the node is tainted %s: force-deleted its Terminating pods %s",
+			s.Source, TaintKey, strings.Join(deleted, ", "))
+	}
+	if err != nil {
+		klog.FromContext(ctx).WithName("out-of-service").Error(err, "Cannot force-delete the pods of an out-of-service node", "node", klog.KObj(n))
 	}
 }
 

@@ -39,6 +39,9 @@ const (
 	bmcTimeout = 2 * time.Second
 	// bmcPod is the StatefulSet's pod.
 	bmcPod = "db-0"
+	// bmcPool4 and bmcPool6 are the pool of the fast path's Service: apart
+	// from the other chaos pools.
+	bmcPool4, bmcPool6 = "198.18.73.0/24", "2001:db8:73::/120"
 )
 
 // bmcLab is what the BMC rows run on: the power lab's nodes, each a
@@ -49,6 +52,11 @@ type bmcLab struct {
 	*powerLab
 	machines map[string]*framework.Machine
 	bmcs     map[string]*framework.BMC
+	// ccm is the lab's replica; cfg its cloud-config, whose
+	// outOfService section outOfService writes (a reload).
+	ccm       *framework.CCM
+	cfgPath   string
+	inventory string
 }
 
 // TestChaosBMCPowerOff powers the machine of the StatefulSet pod's node
@@ -56,14 +64,18 @@ type bmcLab struct {
 // CCM asking the BMCs (source ipmi) and tainting a powered-off NotReady
 // node out of service: per fault, the time from the power-off to the pod
 // Running and Ready on another node (through the node-monitor grace
-// period: the fast path is not built), no shutdown or out-of-service taint
+// period: the fast path off), no shutdown or out-of-service taint
 // on the nodes that stay on, and after the power-on the node Ready and its
 // taint removed. Then the evidence rule under a fault: a machine powered
 // off whose BMC then stops answering (frozen) is NotReady, yet gets no
 // taint at all for a window, as a BMC that does not answer says nothing
-// about its machine.
+// about its machine. Then the same lab with the out-of-service fast path
+// on (a reload): kube-proxy frozen on machines that stay on gets no taint,
+// and a power-off under a request loop to a Cluster Service with a pod on
+// every node gives how long requests failed and how soon the pod ran
+// elsewhere.
 func TestChaosBMCPowerOff(t *testing.T) {
-	rows := []string{bmcPowerOffFault, bmcUnreachableFault}
+	rows := []string{bmcPowerOffFault, bmcUnreachableFault, fastServiceFault, fastMoveFault}
 	needLabOrRecord(t, rows...)
 	if err := errors.Join(framework.RealNodesAvailable(), framework.BMCAvailable()); err != nil {
 		for _, f := range rows {
@@ -78,6 +90,14 @@ func TestChaosBMCPowerOff(t *testing.T) {
 		return
 	}
 	record(bl.unreachable(t, result{fault: bmcUnreachableFault, scale: scale, requests: -1, duplicates: -1, changed: -1}, prof.bmcUnreachable))
+	if t.Failed() {
+		return
+	}
+	const fastScale = "3 real nodes, each with an ipmi_sim BMC; Cluster Service with a pod on each; one-replica StatefulSet"
+	svc, move := bl.fastPath(t, result{fault: fastServiceFault, scale: fastScale, duplicates: -1, changed: -1},
+		result{fault: fastMoveFault, scale: fastScale, requests: -1, duplicates: -1, changed: -1}, prof.bmcPowerOffs)
+	record(svc)
+	record(move)
 }
 
 // startBMCLab starts the power lab, the machines and their BMCs, the CCM
@@ -93,23 +113,16 @@ func startBMCLab(t *testing.T) *bmcLab {
 		fmt.Fprintf(&inventory, "  - name: %s\n    powerState: {address: %q, usernameFile: %q, passwordFile: %q}\n",
 			n.Name, b.Addr, b.UserFile, b.PasswordFile)
 	}
-	cfg := fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
-kind: CloudConfig
-nodes:
-  powerState:
-    source: ipmi
-    settings: {timeout: %s, cacheAge: 1s}
-    outOfService: {enabled: true, confirmFor: %s}
-  inventory:
-%s`, bmcTimeout, bmcConfirmFor, inventory.String())
-	path := filepath.Join(bl.cp.Dir, "ccm-bmcpower.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+	bl.inventory = inventory.String()
+	bl.cfgPath = filepath.Join(bl.cp.Dir, "ccm-bmcpower.yaml")
+	if err := bl.writeConfig(false, bmcConfirmFor); err != nil {
 		t.Fatal(err)
 	}
-	bl.cp.StartCCMForTest(t, framework.CCMOptions{Name: "ccm-bmcpower", CloudConfig: path, Args: []string{
-		"--leader-elect-resource-name", "bmcpower", "--allocate-node-cidrs=false", "--configure-cloud-routes=false",
-		"--node-monitor-period", "1s",
-	}})
+	// The LoadBalancer pool, BGP, pod routes and the node health checks
+	// are for the fast path's rows (a Cluster Service under a request
+	// loop); the rows before them run without the fast path.
+	bl.ccm = bl.cp.StartCCMForTest(t, framework.CCMOptions{Name: "ccm-bmcpower", CloudConfig: bl.cfgPath, HealthChecks: true,
+		Args: powerCCMArgs("bmcpower")})
 	for _, n := range bl.nodes {
 		framework.WaitNode(t, bl.client, n.Name, time.Minute, func(node *v1.Node) bool {
 			return !framework.Uninitialized(node) && nodeReady(node) && !slices.ContainsFunc(node.Spec.Taints,
@@ -123,6 +136,27 @@ nodes:
 	}
 	framework.CreateStatefulSet(t, bl.client, bl.ns, "db", images.Ref("echo"))
 	return bl
+}
+
+// writeConfig writes the lab's cloud-config, with the out-of-service fast
+// path on or off and confirmFor, by a rename, as a ConfigMap update swaps
+// the file at once.
+func (bl *bmcLab) writeConfig(fastPath bool, confirmFor time.Duration) error {
+	cfg := powerCCMConfig(bmcPool4, bmcPool6, true) + fmt.Sprintf(`nodes:
+  powerState:
+    source: ipmi
+    settings: {timeout: %s, cacheAge: 1s}
+    outOfService: {enabled: true, confirmFor: %s, fastPath: %t}
+  inventory:
+%s`, bmcTimeout, confirmFor, fastPath, bl.inventory)
+	tmp := bl.cfgPath + ".tmp"
+	if err := os.WriteFile(tmp, []byte(cfg), 0o600); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	if err := os.Rename(tmp, bl.cfgPath); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	return nil
 }
 
 // powerOffs powers the pod's node off through its BMC n times (the pod

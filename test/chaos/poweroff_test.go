@@ -190,7 +190,16 @@ func (pl *powerLab) startService(t *testing.T) {
 			spared = append(spared, n.Name)
 		}
 	}
-	if _, err := pl.client.AppsV1().Deployments(pl.ns).Create(ctx, echoDeployment("echo", spared), metav1.CreateOptions{}); err != nil {
+	pl.startEcho(t, spared)
+}
+
+// startEcho starts, in pl.ns, the echo Deployment with a pod on each of
+// the nodes named and its Cluster LoadBalancer Service, and waits for the
+// pods.
+func (pl *powerLab) startEcho(t *testing.T, onNodes []string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := pl.client.AppsV1().Deployments(pl.ns).Create(ctx, echoDeployment("echo", onNodes), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	svc := framework.LoadBalancerService(pl.ns, "echo")
@@ -200,7 +209,7 @@ func (pl *powerLab) startService(t *testing.T) {
 	if _, err := pl.client.CoreV1().Services(pl.ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pl.waitPods(t, len(spared))
+	pl.waitPods(t, len(onNodes))
 }
 
 // echoDeployment runs one echo pod on each of the nodes named.
@@ -281,9 +290,20 @@ func waitAppPods(t *testing.T, cs kubernetes.Interface, ns, app string, n int) {
 // source of the router's route.
 func (pl *powerLab) startCCM(t *testing.T, name string, checks bool) *framework.CCM {
 	t.Helper()
+	path := filepath.Join(pl.cp.Dir, name+".yaml")
+	if err := os.WriteFile(path, []byte(powerCCMConfig(powerOffPool4, powerOffPool6, checks)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return pl.cp.StartCCMForTest(t, framework.CCMOptions{Name: name, CloudConfig: path, HealthChecks: checks, Args: powerCCMArgs("poweroff")})
+}
+
+// powerCCMConfig is the power lab's cloud-config up to its nodes section:
+// a pool of pool4 and pool6, announced over BGP from speaker address 0,
+// pod routes, and the node health checks on or off.
+func powerCCMConfig(pool4, pool6 string, checks bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "apiVersion: metal-ccm.io/v1alpha1\nkind: CloudConfig\nloadBalancer:\n  pools:\n  - {name: default, addresses: [%s, %q]}\n",
-		powerOffPool4, powerOffPool6)
+		pool4, pool6)
 	fmt.Fprintf(&b, "bgp:\n  asn: %d\n  onStop: Withdraw\n  peers:\n", netlab.DefaultSpeakerASN)
 	for _, f := range []netlab.Family{netlab.IPv4, netlab.IPv6} {
 		fmt.Fprintf(&b, "  - {address: %q, asn: %d, localAddress: %q, holdTime: 9s}\n",
@@ -292,15 +312,16 @@ func (pl *powerLab) startCCM(t *testing.T, name string, checks bool) *framework.
 	// Pod routes: a connection that reaches the node without the pod is
 	// sent on through the router to a pod's node.
 	fmt.Fprintf(&b, "routes:\n  enabled: true\nhealthChecks:\n  enabled: %t\n", checks)
-	path := filepath.Join(pl.cp.Dir, name+".yaml")
-	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return pl.cp.StartCCMForTest(t, framework.CCMOptions{Name: name, CloudConfig: path, HealthChecks: checks, Args: []string{
-		"--leader-elect-resource-name", "poweroff", "--cluster-cidr", framework.DefaultClusterCIDR,
+	return b.String()
+}
+
+// powerCCMArgs are the power lab's CCM flags, electing through lease.
+func powerCCMArgs(lease string) []string {
+	return []string{
+		"--leader-elect-resource-name", lease, "--cluster-cidr", framework.DefaultClusterCIDR,
 		"--allocate-node-cidrs=false", "--configure-cloud-routes=true", "--route-reconciliation-period", "2s",
 		"--node-monitor-period", "1s",
-	}})
+	}
 }
 
 // waitAllHops waits for the Service's address, until the router routes it

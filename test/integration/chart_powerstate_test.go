@@ -14,13 +14,14 @@ import (
 // TestChartPowerStateRights renders the chart's roles with each of the
 // powerState switches: each adds exactly the read rights of its source's
 // resource to deploy/rbac.yaml's rules (which the defaults render, with
-// both off).
+// all off), and the out-of-service fast path exactly pods list and delete.
 func TestChartPowerStateRights(t *testing.T) {
 	helm := helmBinary(t)
 	base := clusterRoleRules(t, readFile(t, filepath.Join(framework.RepoRoot(), "deploy", "rbac.yaml")))
 	read := []string{"get", "list", "watch"}
 	metal3 := rbacv1.PolicyRule{APIGroups: []string{"metal3.io"}, Resources: []string{"baremetalhosts"}, Verbs: read}
 	rufio := rbacv1.PolicyRule{APIGroups: []string{"bmc.tinkerbell.org"}, Resources: []string{"machines"}, Verbs: read}
+	fastPath := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "delete"}}
 	for _, tc := range []struct {
 		name string
 		set  []string
@@ -30,6 +31,7 @@ func TestChartPowerStateRights(t *testing.T) {
 		{"metal3", []string{"powerState.metal3.enabled=true"}, []rbacv1.PolicyRule{metal3}},
 		{"rufio", []string{"powerState.rufio.enabled=true"}, []rbacv1.PolicyRule{rufio}},
 		{"both", []string{"powerState.metal3.enabled=true", "powerState.rufio.enabled=true"}, []rbacv1.PolicyRule{metal3, rufio}},
+		{"out-of-service fast path", []string{"powerState.outOfService.fastPath=true"}, []rbacv1.PolicyRule{fastPath}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"template", "metal-ccm", chartDir, "--namespace", "kube-system", "--show-only", "templates/rbac.yaml"}

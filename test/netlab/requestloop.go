@@ -30,6 +30,17 @@ type FailoverLoop struct {
 
 // StartFailoverLoop starts a FailoverLoop from the client to vip.
 func (l *L2Lab) StartFailoverLoop(vip netip.Addr) *FailoverLoop {
+	return startFailoverLoop(l.Client, vip)
+}
+
+// StartFailoverLoop starts a FailoverLoop from the routed lab's client to
+// vip, through the router.
+func (l *Lab) StartFailoverLoop(vip netip.Addr) *FailoverLoop {
+	return startFailoverLoop(l.Client, vip)
+}
+
+// startFailoverLoop runs a FailoverLoop in the client's namespace ns.
+func startFailoverLoop(ns string, vip netip.Addr) *FailoverLoop {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &FailoverLoop{cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -37,7 +48,7 @@ func (l *L2Lab) StartFailoverLoop(vip netip.Addr) *FailoverLoop {
 		for ctx.Err() == nil {
 			at := time.Now()
 			rctx, rcancel := context.WithTimeout(ctx, 300*time.Millisecond)
-			_, err := l.ClientGet(rctx, VIPURL(vip))
+			_, err := getIn(rctx, ns, VIPURL(vip))
 			rcancel()
 			if ctx.Err() != nil {
 				return
