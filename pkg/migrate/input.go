@@ -73,7 +73,7 @@ func ReadObjects(r io.Reader, name string) ([]Object, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: document %d: %w", name, n, err)
 		}
-		objs, err := decodeObjects(js)
+		objs, err := DecodeJSON(js)
 		if err != nil {
 			return nil, fmt.Errorf("%s: document %d: %w", name, n, err)
 		}
@@ -81,7 +81,8 @@ func ReadObjects(r io.Reader, name string) ([]Object, error) {
 	}
 }
 
-func decodeObjects(js []byte) ([]Object, error) {
+// DecodeJSON reads one object as JSON, or a List's items.
+func DecodeJSON(js []byte) ([]Object, error) {
 	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
 		return nil, nil // a document of comments only
 	}
@@ -104,7 +105,7 @@ func decodeObjects(js []byte) ([]Object, error) {
 	}
 	var out []Object
 	for i, item := range list.Items {
-		objs, err := decodeObjects(item)
+		objs, err := DecodeJSON(item)
 		if err != nil {
 			return nil, fmt.Errorf("%s items[%d]: %w", o.Kind, i, err)
 		}
