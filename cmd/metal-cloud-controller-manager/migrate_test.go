@@ -56,7 +56,7 @@ func TestMigrateCommand(t *testing.T) {
 			}
 			out, report := stdout.Bytes(), stderr.String()
 			if tc.outFile != "" {
-				if out, err = os.ReadFile(tc.outFile); err != nil { //nolint:gosec // the test's own temporary file
+				if out, err = os.ReadFile(tc.outFile); err != nil {
 					t.Fatal(err)
 				}
 				r, err := os.ReadFile(filepath.Join(dir, "report.txt")) //nolint:gosec // the test's own temporary file
