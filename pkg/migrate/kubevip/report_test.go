@@ -2,11 +2,11 @@ package kubevip
 
 import (
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/migrate"
+	"github.com/metal-ccm/metal-ccm/pkg/migrate/golden"
 )
 
 // TestReport checks, for each key with no equivalent, the report's item
@@ -57,27 +57,9 @@ func TestReport(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kubevip, namespace: kube-system}\ndata: " + tc.data + "\n"
-			objs, err := migrate.ReadObjects(strings.NewReader(in), tc.name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg, rep, err := Convert(objs, tc.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out, err := migrate.Render(cfg, ""); err != nil {
-				t.Fatalf("%v\n%s", err, out)
-			}
-			var got []string
-			for _, it := range rep.Items {
-				got = append(got, it.Object+": "+it.Field)
-			}
-			slices.Sort(got)
-			want := slices.Clone(tc.want)
-			slices.Sort(want)
-			if !slices.Equal(got, want) {
-				t.Errorf("report items:\n%s\nwant:\n%s\nreport: %v", strings.Join(got, "\n"), strings.Join(want, "\n"), rep.Items)
-			}
+			cfg := golden.Items(t, in, func(objs []migrate.Object) (*config.CloudConfig, *migrate.Report, error) {
+				return Convert(objs, tc.opts)
+			}, tc.want)
 			if tc.check != nil {
 				tc.check(t, cfg)
 			}

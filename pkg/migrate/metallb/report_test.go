@@ -7,6 +7,7 @@ import (
 
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/migrate"
+	"github.com/metal-ccm/metal-ccm/pkg/migrate/golden"
 )
 
 const (
@@ -184,27 +185,9 @@ spec: {receiveInterval: 300}
 `, want: []string{"ConfigMap metallb-system/config: ", "ServiceL2Status metallb-system/s: ", "BFDProfile metallb-system/fast: spec"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			objs, err := migrate.ReadObjects(strings.NewReader(tc.input), tc.name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg, rep, err := Convert(objs, tc.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out, err := migrate.Render(cfg, ""); err != nil {
-				t.Fatalf("%v\n%s", err, out)
-			}
-			var got []string
-			for _, it := range rep.Items {
-				got = append(got, it.Object+": "+it.Field)
-			}
-			slices.Sort(got)
-			want := slices.Clone(tc.want)
-			slices.Sort(want)
-			if !slices.Equal(got, want) {
-				t.Errorf("report items:\n%s\nwant:\n%s\nreport:\n%v", strings.Join(got, "\n"), strings.Join(want, "\n"), rep.Items)
-			}
+			cfg := golden.Items(t, tc.input, func(objs []migrate.Object) (*config.CloudConfig, *migrate.Report, error) {
+				return Convert(objs, tc.opts)
+			}, tc.want)
 			if tc.check != nil {
 				tc.check(t, cfg)
 			}
