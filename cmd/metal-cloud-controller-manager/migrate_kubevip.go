@@ -45,7 +45,7 @@ func newKubeVIPCommand() *cobra.Command {
 	fss := cliflag.NamedFlagSets{}
 	o.addFlags(&fss, kubevip.DefaultNamespace)
 	fs := fss.FlagSet("kube-vip")
-	fs.StringVar(&name, "name", kubevip.DefaultName, "The ConfigMap's name in the cluster (kube-vip-cloud-provider's --config-map).")
+	fs.StringVar(&name, "name", kubevip.DefaultName, "The ConfigMap's name in the cluster.")
 	fs.StringVar(&announce, "announce", string(config.ProtocolL2), "How kube-vip announced the addresses, which the ConfigMap does not say: L2 (its ARP mode) or BGP (its BGP mode; add bgp.asn and bgp.peers by hand).")
 	for _, f := range fss.FlagSets {
 		cmd.Flags().AddFlagSet(f)
