@@ -80,7 +80,7 @@ func power() row {
 			look{unit: "reqps", min: ptr(0.0), span: 8},
 			query{"sum(rate(" + ccm("metal_ccm_metal3_watch_errors_total") + rateInterval + "))", "metal3"},
 			query{"sum(rate(" + ccm("metal_ccm_rufio_watch_errors_total") + rateInterval + "))", "rufio"}),
-		series("Fencing", "Nodes due to be fenced (NotReady past fencing.after while the source says On), per interval, by result: fenced (powered off through the BMC), dry_run (only the Event WouldFence), held (more NotReady nodes than fencing.maxNodes: none fenced), error (the BMC refused the power-off).",
+		series("Fencing", "Nodes due to be fenced (NotReady past fencing.after while the source says On), per interval, by result: fenced (powered off through the BMC), dry_run (only the Event WouldFence), held (as many fenced nodes not Ready again as fencing.maxNodes allows: it waits), error (the BMC refused the power-off).",
 			look{unit: "short", min: ptr(0.0), span: 8, stacked: true},
 			query{"sum by (result) (increase(" + ccm("metal_ccm_fencing_total") + rateInterval + "))", "{{result}}"}),
 	}}

@@ -45,7 +45,11 @@ func run(root, ccm, out string) error {
 	if err != nil {
 		return err
 	}
-	anns, reasons, err := loadAnnotations(filepath.Join(root, "pkg", "metal", "reasons.go"))
+	anns, err := loadAnnotations()
+	if err != nil {
+		return err
+	}
+	reasons, err := loadReasons(root)
 	if err != nil {
 		return err
 	}
@@ -69,7 +73,7 @@ func run(root, ccm, out string) error {
 			"Every field of the metal provider's cloud-config (`--cloud-config`), from the doc comments of `pkg/config/types.go`. [../configuration.md](../configuration.md) explains them with examples.",
 			func(b *bytes.Buffer) error { return writeConfig(b, cfg) }},
 		{"annotations.md", "Service annotations reference",
-			"The Service annotations the metal provider reads, from `pkg/annotation`, and the reasons of the Events it records, from `pkg/metal/reasons.go`. [../annotations.md](../annotations.md) explains them.",
+			"The Service annotations the metal provider reads, from `pkg/annotation`, and the reasons of the Events metal-ccm records, on Services, nodes, its own Pods and CertificateSigningRequests. [../annotations.md](../annotations.md) explains the annotations.",
 			func(b *bytes.Buffer) error { writeAnnotations(b, anns, reasons); return nil }},
 		{"metrics.md", "Metrics reference",
 			"The metrics metal-ccm defines, with the help text they are served with, from `pkg/metal`, `pkg/replica`, `pkg/lbcontroller`, the protocols of `pkg/protocol`, the power-state sources and `pkg/fencing`. [../metrics.md](../metrics.md) says which replica reports each, and lists the upstream metrics worth watching and the alert rules.",

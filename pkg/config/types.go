@@ -475,9 +475,9 @@ type Fencing struct {
 	// After is how long a node must be NotReady (its Ready condition not
 	// True) before it is fenced. From 1s to 1h. Default: 60s.
 	After *metav1.Duration `json:"after,omitempty"`
-	// MaxNodes is the most nodes that may be NotReady at once for any to
-	// be fenced: with more NotReady nodes (fenced ones included), none is.
-	// At least 1. Default: 1.
+	// MaxNodes is the most nodes fenced and not Ready again at once: more
+	// nodes due wait (the longest NotReady is fenced first) until a fenced
+	// one is Ready again. At least 1. Default: 1.
 	MaxNodes *int32 `json:"maxNodes,omitempty"`
 	// MaxShare, a percentage of the nodes ("40%"), lowers the limit to
 	// that share of the cluster's nodes (rounded down) when it is below

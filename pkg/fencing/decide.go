@@ -2,12 +2,14 @@
 // NotReady for too long while their machines still say On (a hung kernel,
 // a frozen kubelet): once the machine is off, the out-of-service rule
 // (pkg/outofservice) lets their pods and volumes move. Only the leader
-// fences, with guard rails: a limit on the NotReady nodes at once, a fresh
+// fences, with guard rails: a limit on the nodes fenced at once, a fresh
 // read of the node and its heartbeat Lease right before the power-off, no
 // fence on a source that cannot be asked, and a dry run.
 package fencing
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -17,11 +19,12 @@ import (
 
 // Settings are the controller's settings of the moment.
 type Settings struct {
-	Enabled  bool
-	After    time.Duration
+	Enabled bool
+	After   time.Duration
+	// MaxNodes is the most nodes fenced and not Ready again at once.
 	MaxNodes int
-	// MaxShare, in percent of the nodes (0: none), lowers the limit to
-	// that share of the nodes, rounded down, when it is below MaxNodes.
+	// MaxShare, in percent of the nodes (0: none), lowers that limit to
+	// the share of the nodes, rounded down, when it is below MaxNodes.
 	MaxShare int
 	DryRun   bool
 	Source   string // for the Events
@@ -38,20 +41,23 @@ type NodeState struct {
 	Fenced bool
 }
 
-// Decision is which nodes are due to be fenced.
+// Decision is which nodes are due to be fenced, and how many may be.
 type Decision struct {
-	// Due are the NotReady nodes past After and not fenced yet, by name.
+	// Due are the NotReady nodes past After and not fenced yet, the longest
+	// NotReady first.
 	Due []NodeState
-	// NotReady counts the NotReady nodes, fenced ones included.
-	NotReady int
-	// Limit is the most NotReady nodes with which any is fenced: MaxNodes,
+	// Fenced counts the fenced nodes not Ready again.
+	Fenced int
+	// Limit is the most nodes fenced and not Ready again at once: MaxNodes,
 	// or MaxShare of the nodes when that is lower.
 	Limit int
-	// Held: more nodes are NotReady than Limit, so none of Due is fenced.
-	Held bool
 }
 
-// Limit is the most NotReady nodes, out of total, with which any is fenced.
+// Room is how many of Due may be fenced now: the first ones, in order;
+// the others are held.
+func (d Decision) Room() int { return max(0, d.Limit-d.Fenced) }
+
+// Limit is the most nodes, out of total, fenced and not Ready again at once.
 func (s Settings) Limit(total int) int {
 	limit := s.MaxNodes
 	if s.MaxShare > 0 {
@@ -62,28 +68,36 @@ func (s Settings) Limit(total int) int {
 	return limit
 }
 
-// Decide says which nodes are due to be fenced at now. A node is due when it
-// is NotReady, has been for at least After, and is not fenced yet. When more
-// nodes are NotReady than the limit (MaxNodes, or MaxShare of the nodes when
-// lower), counting the fenced ones that are not
-// Ready again), fencing is held: none is fenced, as in medik8s'
-// node-healthcheck. So many nodes at once point at a cause no power-off
-// mends (a network partition, the control plane), and the limit keeps
-// fencing from taking down more than MaxNodes nodes whatever happens.
+// Decide says which nodes are due to be fenced at now, and how many may be.
+// A node is due when it is NotReady, has been for at least After, and is
+// not fenced yet. At most Limit nodes are fenced and not Ready again at
+// once: with more due than there is room for, the longest NotReady go
+// first and the others wait until a fenced node is Ready again (or
+// deleted). A fenced node that never comes back keeps its place, so that
+// whatever takes nodes down (a partition, the control plane), fencing
+// never powers off more than Limit of them.
 func Decide(nodes []NodeState, now time.Time, s Settings) Decision {
 	var d Decision
 	for _, n := range nodes {
 		if n.Ready {
 			continue
 		}
-		d.NotReady++
-		if n.Fenced || n.NotReadySince.IsZero() || now.Sub(n.NotReadySince) < s.After {
+		if n.Fenced {
+			d.Fenced++
+			continue
+		}
+		if n.NotReadySince.IsZero() || now.Sub(n.NotReadySince) < s.After {
 			continue
 		}
 		d.Due = append(d.Due, n)
 	}
+	slices.SortStableFunc(d.Due, func(a, b NodeState) int {
+		if c := a.NotReadySince.Compare(b.NotReadySince); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 	d.Limit = s.Limit(len(nodes))
-	d.Held = len(d.Due) > 0 && d.NotReady > d.Limit
 	return d
 }
 

@@ -21,8 +21,8 @@ import (
 const (
 	// ReasonFenced: the node's machine was powered off through its BMC.
 	ReasonFenced = "Fenced"
-	// ReasonHeld: the node is due to be fenced, but more nodes are
-	// NotReady than fencing.maxNodes: none is fenced.
+	// ReasonHeld: the node is due to be fenced, but as many fenced nodes
+	// as the limit are not Ready again: it waits for one of them.
 	ReasonHeld = "FencingHeld"
 	// ReasonWouldFence: the node would have been fenced (dry run).
 	ReasonWouldFence = "WouldFence"
@@ -114,40 +114,47 @@ func (c *Controller) Sync(ctx context.Context) {
 		return
 	}
 	d := Decide(states, c.now(), s)
-	if d.Held {
-		for _, due := range d.Due {
-			if c.held[due.Name] {
-				continue
-			}
-			c.held[due.Name] = true
-			count(resultHeld)
-			c.Event(byName[due.Name], v1.EventTypeWarning, ReasonHeld,
-				"NotReady since %s (more than %s), but %d of %d nodes are NotReady (fenced ones included), more than the limit %d (fencing.maxNodes %d, maxShare %d%%): no node is fenced while so many are",
-				due.NotReadySince.UTC().Format(time.RFC3339), s.After, d.NotReady, len(states), d.Limit, s.MaxNodes, s.MaxShare)
-		}
-		return
-	}
-	clear(c.held)
+	room := d.Room()
+	held := map[string]bool{}
 	for _, due := range d.Due {
 		if ctx.Err() != nil {
 			return
 		}
-		c.fence(ctx, byName[due.Name], s)
+		if room > 0 {
+			if c.fence(ctx, byName[due.Name], s) {
+				room--
+			}
+			continue
+		}
+		if off, err := c.Off(ctx, byName[due.Name]); err != nil || off {
+			continue // not fenced with room either
+		}
+		held[due.Name] = true
+		if c.held[due.Name] {
+			continue
+		}
+		count(resultHeld)
+		c.Event(byName[due.Name], v1.EventTypeWarning, ReasonHeld,
+			"NotReady since %s (more than %s), but %d fenced nodes are not Ready again, the limit (fencing.maxNodes %d, maxShare %d%% of %d nodes): fenced once one of them is Ready again",
+			due.NotReadySince.UTC().Format(time.RFC3339), s.After, d.Fenced+d.Room()-room, s.MaxNodes, s.MaxShare, len(states))
 	}
+	c.held = held
 }
 
 // fence powers the node's machine off when its source says On, after
-// reading the node and its Lease again from the API server.
-func (c *Controller) fence(ctx context.Context, n *v1.Node, s Settings) {
+// reading the node and its Lease again from the API server. It reports
+// whether the node takes a place under the limit: fenced, or it would be
+// (dry run).
+func (c *Controller) fence(ctx context.Context, n *v1.Node, s Settings) bool {
 	logger := klog.FromContext(ctx).WithName("fencing").WithValues("node", klog.KObj(n))
 	if at, failed := c.failedAt[n.Name]; failed && c.now().Sub(at) < s.After {
-		return
+		return false
 	}
 	off, err := c.Off(ctx, n)
 	if err != nil || off {
 		// No answer: never fenced (the node has PowerStateUnknown). Off:
 		// the out-of-service rule's.
-		return
+		return false
 	}
 	since := State(n).NotReadySince
 	if s.DryRun {
@@ -158,32 +165,32 @@ func (c *Controller) fence(ctx context.Context, n *v1.Node, s Settings) {
 				"Dry run: would power the machine off through power-state source %s: NotReady since %s (more than %s) while the source says On",
 				s.Source, since.UTC().Format(time.RFC3339), s.After)
 		}
-		return
+		return true
 	}
 	// The cache may lag: the node and its heartbeat, from the API server.
 	fresh, err := c.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 	if err != nil {
 		logger.V(2).Info("Not fenced: cannot read the node", "err", err)
-		return
+		return false
 	}
 	st := State(fresh)
 	if st.Ready || st.Fenced || st.NotReadySince.IsZero() || c.now().Sub(st.NotReadySince) < s.After {
 		logger.V(2).Info("Not fenced: the node changed", "ready", st.Ready, "fenced", st.Fenced)
-		return
+		return false
 	}
 	lease, err := c.Client.CoordinationV1().Leases(LeaseNamespace).Get(ctx, n.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		logger.V(2).Info("Not fenced: cannot read the node's Lease", "err", err)
-		return
+		return false
 	case lease.Spec.RenewTime != nil && lease.Spec.RenewTime.After(st.NotReadySince):
 		logger.Info("Not fenced: its kubelet renewed its Lease since the node went NotReady", "renewed", lease.Spec.RenewTime.UTC(), "notReadySince", st.NotReadySince.UTC())
-		return
+		return false
 	}
 	if ctx.Err() != nil {
 		// The leader lost its lease: another replica decides now.
-		return
+		return false
 	}
 	if err := c.PowerOff(ctx, fresh); err != nil {
 		c.failedAt[n.Name] = c.now()
@@ -191,7 +198,7 @@ func (c *Controller) fence(ctx context.Context, n *v1.Node, s Settings) {
 		c.Event(fresh, v1.EventTypeWarning, ReasonFailed,
 			"Cannot power the machine off through power-state source %s (NotReady since %s): %v; tried again after %s",
 			s.Source, st.NotReadySince.UTC().Format(time.RFC3339), err, s.After)
-		return
+		return false
 	}
 	count(resultFenced)
 	c.fenced[n.Name] = true
@@ -201,6 +208,7 @@ func (c *Controller) fence(ctx context.Context, n *v1.Node, s Settings) {
 	c.Event(fresh, v1.EventTypeWarning, ReasonFenced,
 		"Powered the machine off through power-state source %s: NotReady since %s (more than %s) while the source said On, and its BMC took the power-off order; the out-of-service rule applies once the source says Off",
 		s.Source, st.NotReadySince.UTC().Format(time.RFC3339), s.After)
+	return true
 }
 
 // mark sets (value a string) or removes (nil) the node's fencing mark.

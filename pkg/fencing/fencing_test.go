@@ -31,22 +31,22 @@ func TestDecide(t *testing.T) {
 		nodes    []NodeState
 		maxNodes int
 		maxShare int
-		want     []string
-		held     bool
+		want     []string // due, in order
+		room     int
 	}{
-		{name: "all Ready", nodes: []NodeState{ready}},
-		{name: "NotReady for less than after", nodes: []NodeState{ready, notReady("a", 59*time.Second)}},
-		{name: "NotReady for after", nodes: []NodeState{ready, notReady("a", time.Minute)}, want: []string{"a"}},
-		{name: "no Ready condition", nodes: []NodeState{{Name: "a"}}},
-		{name: "already fenced", nodes: []NodeState{{Name: "a", NotReadySince: t0.Add(-time.Hour), Fenced: true}}},
-		{name: "two NotReady, limit 1: held", nodes: []NodeState{notReady("a", time.Hour), notReady("b", time.Second)}, held: true, want: []string{"a"}},
-		{name: "two NotReady, limit 2", nodes: []NodeState{notReady("a", time.Hour), notReady("b", 2*time.Minute)}, maxNodes: 2, want: []string{"a", "b"}},
-		{name: "a fenced node not Ready again counts", nodes: []NodeState{{Name: "f", NotReadySince: t0.Add(-time.Hour), Fenced: true}, notReady("a", time.Hour)}, held: true, want: []string{"a"}},
-		{name: "a fenced node Ready again does not count", nodes: []NodeState{{Name: "f", Ready: true, Fenced: true}, notReady("a", time.Hour)}, want: []string{"a"}},
-		{name: "limit 2, share 50% of 2 nodes: 1, held", nodes: []NodeState{notReady("a", time.Hour), notReady("b", time.Hour)}, maxNodes: 2, maxShare: 50, held: true, want: []string{"a", "b"}},
-		{name: "limit 2, share 50% of 4 nodes: 2", nodes: []NodeState{notReady("a", time.Hour), notReady("b", time.Hour), ready, ready}, maxNodes: 2, maxShare: 50, want: []string{"a", "b"}},
-		{name: "share 40% of 2 nodes rounds to 0: held", nodes: []NodeState{notReady("a", time.Hour), ready}, maxShare: 40, held: true, want: []string{"a"}},
-		{name: "over the limit, nobody due: not held", nodes: []NodeState{notReady("a", time.Second), notReady("b", time.Second)}},
+		{name: "all Ready", nodes: []NodeState{ready}, room: 1},
+		{name: "NotReady for less than after", nodes: []NodeState{ready, notReady("a", 59*time.Second)}, room: 1},
+		{name: "NotReady for after", nodes: []NodeState{ready, notReady("a", time.Minute)}, want: []string{"a"}, room: 1},
+		{name: "no Ready condition", nodes: []NodeState{{Name: "a"}}, room: 1},
+		{name: "already fenced: counted", nodes: []NodeState{{Name: "a", NotReadySince: t0.Add(-time.Hour), Fenced: true}}},
+		{name: "two NotReady, limit 1: the longest NotReady first", nodes: []NodeState{notReady("b", time.Minute), notReady("a", time.Hour)}, want: []string{"a", "b"}, room: 1},
+		{name: "as long NotReady: by name", nodes: []NodeState{notReady("b", time.Hour), notReady("a", time.Hour)}, want: []string{"a", "b"}, room: 1},
+		{name: "two NotReady, limit 2", nodes: []NodeState{notReady("a", time.Hour), notReady("b", 2*time.Minute)}, maxNodes: 2, want: []string{"a", "b"}, room: 2},
+		{name: "a fenced node not Ready again takes the place", nodes: []NodeState{{Name: "f", NotReadySince: t0.Add(-time.Hour), Fenced: true}, notReady("a", time.Hour)}, want: []string{"a"}},
+		{name: "a fenced node Ready again does not", nodes: []NodeState{{Name: "f", Ready: true, Fenced: true}, notReady("a", time.Hour)}, want: []string{"a"}, room: 1},
+		{name: "limit 2, share 50% of 2 nodes: 1", nodes: []NodeState{notReady("a", time.Hour), notReady("b", time.Hour)}, maxNodes: 2, maxShare: 50, want: []string{"a", "b"}, room: 1},
+		{name: "limit 2, share 50% of 4 nodes: 2", nodes: []NodeState{notReady("a", time.Hour), notReady("b", time.Hour), ready, ready}, maxNodes: 2, maxShare: 50, want: []string{"a", "b"}, room: 2},
+		{name: "share 40% of 2 nodes rounds to 0", nodes: []NodeState{notReady("a", time.Hour), ready}, maxShare: 40, want: []string{"a"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := s
@@ -59,8 +59,8 @@ func TestDecide(t *testing.T) {
 			for _, n := range d.Due {
 				got = append(got, n.Name)
 			}
-			if !slices.Equal(got, tc.want) || d.Held != tc.held {
-				t.Errorf("Decide = due %v held %v; want due %v held %v", got, d.Held, tc.want, tc.held)
+			if !slices.Equal(got, tc.want) || d.Room() != tc.room {
+				t.Errorf("Decide = due %v room %d; want due %v room %d", got, d.Room(), tc.want, tc.room)
 			}
 		})
 	}
@@ -154,8 +154,16 @@ func TestSync(t *testing.T) {
 		{name: "source cannot tell: never fenced", settings: on, nodes: []*v1.Node{node("a", false, long, nil)}, errs: map[string]bool{"a": true}},
 		{name: "dry run: WouldFence once, nothing powered off", settings: Settings{Enabled: true, After: time.Minute, MaxNodes: 1, DryRun: true},
 			nodes: []*v1.Node{node("a", false, long, nil)}, events: []string{"a Normal WouldFence"}, marked: map[string]bool{"a": false}},
-		{name: "two NotReady, limit 1: held, told once", settings: on, nodes: []*v1.Node{node("a", false, long, nil), node("b", false, long, nil)},
-			events: []string{"a Warning FencingHeld", "b Warning FencingHeld"}},
+		{name: "two NotReady, limit 1: one fenced, the other held, told once", settings: on, nodes: []*v1.Node{node("b", false, long, nil), node("a", false, long.Add(-time.Second), nil)},
+			fenced: []string{"a"}, events: []string{"a Warning Fenced", "b Warning FencingHeld"}, marked: map[string]bool{"a": true, "b": false}},
+		{name: "the longest NotReady is off already: the next fenced", settings: on, nodes: []*v1.Node{node("a", false, long, nil), node("b", false, long, nil)},
+			off: map[string]bool{"a": true}, fenced: []string{"b"}, events: []string{"b Warning Fenced"}},
+		{name: "the longest NotReady cannot be asked: the next fenced", settings: on, nodes: []*v1.Node{node("a", false, long, nil), node("b", false, long, nil)},
+			errs: map[string]bool{"a": true}, fenced: []string{"b"}, events: []string{"b Warning Fenced"}},
+		{name: "a fenced node not Ready again: the next held", settings: on, nodes: []*v1.Node{node("a", false, long, map[string]string{annotation.Fenced: "x"}), node("b", false, long, nil)},
+			events: []string{"b Warning FencingHeld"}},
+		{name: "dry run, two NotReady, limit 1: one WouldFence, the other held", settings: Settings{Enabled: true, After: time.Minute, MaxNodes: 1, DryRun: true},
+			nodes: []*v1.Node{node("a", false, long, nil), node("b", false, long, nil)}, events: []string{"a Normal WouldFence", "b Warning FencingHeld"}},
 		{name: "two NotReady, limit 2: both", settings: Settings{Enabled: true, After: time.Minute, MaxNodes: 2}, nodes: []*v1.Node{node("a", false, long, nil), node("b", false, long, nil)},
 			fenced: []string{"a", "b"}, events: []string{"a Warning Fenced", "b Warning Fenced"}},
 		{name: "Ready at the API server, not yet in the cache", settings: on, nodes: []*v1.Node{node("a", false, long, nil)}, apiNode: node("a", true, t0, nil)},

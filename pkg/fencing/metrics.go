@@ -16,7 +16,7 @@ const (
 var fencingTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 	Namespace:      "metal_ccm",
 	Name:           "fencing_total",
-	Help:           "Nodes due to be fenced (NotReady past fencing.after while the source says On), by result: fenced (powered off through the BMC), dry_run (only the Event WouldFence), held (more NotReady nodes than fencing.maxNodes, counted once per node and hold), error (the BMC refused the power-off). Reported by the leader.",
+	Help:           "Nodes due to be fenced (NotReady past fencing.after while the source says On), by result: fenced (powered off through the BMC), dry_run (only the Event WouldFence), held (as many fenced nodes not Ready again as fencing.maxNodes allows: it waits; counted once per node and hold), error (the BMC refused the power-off). Reported by the leader.",
 	StabilityLevel: metrics.ALPHA,
 }, []string{"result"})
 

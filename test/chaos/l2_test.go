@@ -29,11 +29,6 @@ const (
 	l2Failback   = "L2: failback, the answering node back after each fault above (agent restarted, link up, membership healed, kube-proxy running)"
 )
 
-// l2Sizes are the membership's sizes the kills and cuts are measured at
-// again, with agents of nodes without kubelets added to the three real
-// nodes' (L2Cluster.AddAgents): detection must not grow with the size.
-var l2Sizes = []int{10, 30}
-
 const (
 	// l2Goal and l2Bound are issue 16's goals for a failover, from the
 	// fault to requests succeeding again: l2Goal the median, l2Bound the
@@ -69,7 +64,7 @@ const (
 // a dual-stack Service.
 func TestChaosL2(t *testing.T) {
 	rows := []string{l2KillFault, l2PowerFault, l2CutFault, l2ProxyFault, l2Failback, l2RogueFault, l2StaleFault, l2TwoNodeFault}
-	for _, n := range l2Sizes {
+	for _, n := range prof.l2Sizes {
 		rows = append(rows, atSize(l2KillFault, n), atSize(l2CutFault, n))
 	}
 	skip := func(err error) {
@@ -95,7 +90,7 @@ func TestChaosL2(t *testing.T) {
 	}
 	c := netlab.StartL2Cluster(t, netlab.L2ClusterOptions{
 		CP: own.cp, Client: own.client, Prefix: "chaosl2", Images: own.archives, SandboxImage: own.pauseRef,
-		CloudConfig: cfg, LeaseName: "chaos-l2", Nodes: l2Sizes[len(l2Sizes)-1],
+		CloudConfig: cfg, LeaseName: "chaos-l2", Nodes: prof.l2Sizes[len(prof.l2Sizes)-1],
 	})
 	ctx := context.Background()
 	ns := framework.NewNamespace(t, own.client, "chaos-l2")
@@ -187,7 +182,7 @@ func TestChaosL2(t *testing.T) {
 
 	// The same at larger memberships, the agents added to the real
 	// nodes' ones not answering for anything themselves.
-	for _, size := range l2Sizes {
+	for _, size := range prof.l2Sizes {
 		if t.Failed() {
 			break
 		}

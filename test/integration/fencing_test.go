@@ -143,30 +143,45 @@ func TestFencingPowersOffAHungNode(t *testing.T) {
 	}
 }
 
-// TestFencingHeldAboveMaxNodes: two NotReady nodes with maxNodes 1: none is
-// fenced (both get FencingHeld, their BMCs stay On); once one is Ready
-// again, the other is fenced, and only it.
-func TestFencingHeldAboveMaxNodes(t *testing.T) {
-	bmcs := startFencingNodes(t, ", maxNodes: 1", nil, "fence-held-a", "fence-held-b")
-	for _, n := range []string{"fence-held-a", "fence-held-b"} {
-		framework.WaitObjectEvent(t, client, metav1.NamespaceAll, n, fencing.ReasonHeld, 30*time.Second)
-	}
-	time.Sleep(4 * time.Second) // rounds of the leader past after, held
-	for _, n := range []string{"fence-held-a", "fence-held-b"} {
-		if !chassisOn(t, bmcs[n]) {
-			t.Errorf("%s was powered off while fencing was held", n)
+// TestFencingOneAtATime: two NotReady nodes whose BMCs say On, with
+// maxNodes 1: exactly one is fenced (powered off, as ipmitool sees it), the
+// other gets FencingHeld and its BMC stays On; once the fenced one is
+// Ready again, the other is fenced.
+func TestFencingOneAtATime(t *testing.T) {
+	names := []string{"fence-one-a", "fence-one-b"}
+	bmcs := startFencingNodes(t, ", maxNodes: 1", nil, names...)
+	var fenced, held string
+	deadline := time.Now().Add(30 * time.Second)
+	for fenced == "" || held == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("not one fenced and one held within 30s: fenced %q, held %q", fenced, held)
 		}
-		if hasReason(t, n, fencing.ReasonFenced) {
-			t.Errorf("%s was fenced while fencing was held", n)
+		for i, n := range names {
+			if hasReason(t, n, fencing.ReasonFenced) {
+				fenced, held = n, names[1-i]
+			}
 		}
+		if fenced != "" && !hasReason(t, held, fencing.ReasonHeld) {
+			held = ""
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	if err := framework.SetNodeReady(t.Context(), client, "fence-held-a", true); err != nil {
+	waitChassisOff(t, bmcs[fenced], 15*time.Second)
+	time.Sleep(4 * time.Second) // rounds of the leader past after, one fenced
+	if !chassisOn(t, bmcs[held]) {
+		t.Errorf("%s was powered off while %s, fenced, is not Ready again", held, fenced)
+	}
+	if hasReason(t, held, fencing.ReasonFenced) {
+		t.Errorf("%s was fenced while %s, fenced, is not Ready again", held, fenced)
+	}
+	bmcs[fenced].Power(t, true)
+	if err := framework.SetNodeReady(t.Context(), client, fenced, true); err != nil {
 		t.Fatal(err)
 	}
-	framework.WaitObjectEvent(t, client, metav1.NamespaceAll, "fence-held-b", fencing.ReasonFenced, 30*time.Second)
-	waitChassisOff(t, bmcs["fence-held-b"], 15*time.Second)
-	if !chassisOn(t, bmcs["fence-held-a"]) {
-		t.Error("fence-held-a, Ready again, was powered off")
+	framework.WaitObjectEvent(t, client, metav1.NamespaceAll, held, fencing.ReasonFenced, 30*time.Second)
+	waitChassisOff(t, bmcs[held], 15*time.Second)
+	if !chassisOn(t, bmcs[fenced]) {
+		t.Errorf("%s, Ready again, was powered off again", fenced)
 	}
 }
 

@@ -33,7 +33,9 @@ const bmcConfirmFor = 5 * time.Second
 // the taint the pod stays Terminating (measured once: still so 117 s after
 // the power-off; docs/node-lifecycle.md). No node that stays on gets a
 // shutdown or out-of-service taint. Powered on through its BMC, X is Ready
-// again and the CCM removes its taint.
+// again and the CCM removes its taint. Fencing is on all along (a machine
+// the BMC says is Off is never fenced); its rows follow on the same lab
+// (fencing_test.go).
 func TestPowerOffThroughBMC(t *testing.T) {
 	if err := framework.BMCAvailable(); err != nil {
 		t.Skip(err)
@@ -44,6 +46,7 @@ func TestPowerOffThroughBMC(t *testing.T) {
 	archives, pauseRef := testImages(t)
 
 	nodes := make([]*framework.RealNode, len(lab.Nodes))
+	machines := map[string]*framework.Machine{}
 	bmcs := map[string]*framework.BMC{}
 	var inventory strings.Builder
 	for i := range lab.Nodes {
@@ -55,7 +58,7 @@ func TestPowerOffThroughBMC(t *testing.T) {
 		})
 		m := framework.NewMachine(nodes[i], func(up bool) error { return lab.SetNodeLink(i, up) })
 		b := m.AttachBMC(t)
-		bmcs[name] = b
+		machines[name], bmcs[name] = m, b
 		fmt.Fprintf(&inventory, "  - name: %s\n    powerState: {address: %q, usernameFile: %q, passwordFile: %q}\n",
 			name, b.Addr, b.UserFile, b.PasswordFile)
 	}
@@ -66,8 +69,9 @@ nodes:
     source: ipmi
     settings: {timeout: 2s, cacheAge: 1s}
     outOfService: {enabled: true, confirmFor: %s}
+    fencing: {enabled: true, after: %s, maxNodes: 1}
   inventory:
-%s`, bmcConfirmFor, inventory.String()))
+%s`, bmcConfirmFor, fenceAfter, inventory.String()))
 	cp.StartCCMForTest(t, framework.CCMOptions{Name: "ccm-bmcpower", CloudConfig: cfg, Args: []string{
 		"--leader-elect-resource-name", "bmcpower", "--allocate-node-cidrs=false", "--configure-cloud-routes=false",
 		"--node-monitor-period", "1s",
@@ -114,5 +118,13 @@ nodes:
 	wrong := append(f.WrongTaints, framework.WatchNoPowerTaints(ctx, client, "", 3*time.Second)...)
 	if len(wrong) > 0 {
 		t.Errorf("wrong taints: %v", wrong)
+	}
+	if t.Failed() {
+		return
+	}
+	fl := fencingLab{ns: ns, pod: pod, machines: machines, bmcs: bmcs}
+	fl.frozenKubelet(t)
+	if !t.Failed() {
+		fl.twoOfThree(t)
 	}
 }

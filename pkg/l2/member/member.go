@@ -274,7 +274,10 @@ func (m *Members) SetFitness(f Fitness, timeout time.Duration) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("member: gossip fitness: not taken after %d tries (last: %v)", updateTries, err)
+	if err == nil {
+		err = errors.New("dropped by memberlist")
+	}
+	return fmt.Errorf("member: gossip fitness: not taken after %d tries: %w", updateTries, err)
 }
 
 // updateTries bounds SetFitness's tries: each loses only to a refutation
