@@ -42,15 +42,22 @@ func (c *converter) convertBGPAdvertisements(cfg *config.CloudConfig) {
 		if len(ads) == 0 {
 			continue
 		}
+		advs, sent := c.poolAdvertisements(ads, cfg.BGP.Peers, aliases)
+		if !sent {
+			// Every BGPAdvertisement of the pool names peers that are
+			// not there: MetalLB sends it to none, as no BGP does here.
+			continue
+		}
 		c.announced[c.poolOf[i].Metadata.Name] = true
 		pool.Announce = append(pool.Announce, config.ProtocolBGP)
-		pool.BGPAdvertisements = c.poolAdvertisements(ads, cfg.BGP.Peers, aliases)
+		pool.BGPAdvertisements = advs
 	}
 }
 
 // poolAdvertisements groups the peers by the BGPAdvertisements that send
-// them the pool, and merges each group's into one advertisement.
-func (c *converter) poolAdvertisements(ads []*bgpAdvertisement, peers []config.BGPPeer, aliases map[string]string) []config.BGPAdvertisement {
+// them the pool, and merges each group's into one advertisement; sent is
+// false when there are peers and none gets the pool.
+func (c *converter) poolAdvertisements(ads []*bgpAdvertisement, peers []config.BGPPeer, aliases map[string]string) (out []config.BGPAdvertisement, sent bool) {
 	type group struct {
 		ads   []*bgpAdvertisement
 		ibgp  bool
@@ -77,18 +84,17 @@ func (c *converter) poolAdvertisements(ads []*bgpAdvertisement, peers []config.B
 		}
 		groups[i].peers = append(groups[i].peers, p.Name)
 	}
-	var out []config.BGPAdvertisement
 	for _, g := range groups {
 		adv := c.merge(g.ads, g.peers, aliases)
 		if len(groups) == 1 && len(g.peers) == len(peers) {
 			adv.Peers = nil // every peer
 			if isZero(adv) {
-				return nil // the default: every peer, host routes, no attributes
+				return nil, true // the default: every peer, host routes, no attributes
 			}
 		}
 		out = append(out, adv)
 	}
-	return out
+	return out, len(out) > 0 || len(peers) == 0
 }
 
 func isZero(a config.BGPAdvertisement) bool {

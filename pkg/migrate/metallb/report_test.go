@@ -152,6 +152,9 @@ spec: {localPref: 200, aggregationLength: 25}
 					t.Errorf("advertisements %+v", ads)
 				}
 			}},
+		{name: "an advertisement to a peer that is not there", input: strings.Replace(pool, "metadata: {name: all, namespace: metallb-system}\n",
+			"metadata: {name: all, namespace: metallb-system}\nspec: {peers: [gone]}\n", 1) + peer + "}\n",
+			want: []string{"BGPAdvertisement metallb-system/all: spec.peers", "IPAddressPool metallb-system/p: "}},
 		{name: "L2 advertisements that differ", input: `apiVersion: metallb.io/v1beta1
 kind: IPAddressPool
 metadata: {name: p, namespace: metallb-system}
