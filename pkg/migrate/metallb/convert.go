@@ -4,7 +4,9 @@
 package metallb
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/metal-ccm/metal-ccm/pkg/config"
@@ -131,7 +133,28 @@ func sortObjects(objs []migrate.Object, rep *migrate.Report) (input, error) {
 		}
 		add()
 	}
+	// The objects' order is their names', whatever order they were read
+	// in (a file's, or the API server's), so that a file and the cluster
+	// it was taken from convert alike.
+	sortByName(in.pools)
+	sortByName(in.peers)
+	sortByName(in.bgpAds)
+	sortByName(in.l2Ads)
+	sortByName(in.communities)
+	sortByName(in.bfdProfiles)
 	return in, nil
+}
+
+// named is every input type: each embeds object.
+type named interface{ meta() *object }
+
+func (o *object) meta() *object { return o }
+
+func sortByName[T named](objs []T) {
+	slices.SortStableFunc(objs, func(a, b T) int {
+		return cmp.Or(cmp.Compare(a.meta().Metadata.Namespace, b.meta().Metadata.Namespace),
+			cmp.Compare(a.meta().Metadata.Name, b.meta().Metadata.Name))
+	})
 }
 
 // ref names a MetalLB object in the report.

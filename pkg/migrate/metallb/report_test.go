@@ -104,23 +104,23 @@ metadata: {name: l2, namespace: metallb-system}
 ---
 apiVersion: metallb.io/v1beta2
 kind: BGPPeer
-metadata: {name: dyn, namespace: metallb-system}
+metadata: {name: s-dyn, namespace: metallb-system}
 spec: {myASN: 64512, dynamicASN: external, peerAddress: 198.18.10.3}
 ---
 apiVersion: metallb.io/v1beta2
 kind: BGPPeer
-metadata: {name: unnumbered, namespace: metallb-system}
+metadata: {name: t-unnumbered, namespace: metallb-system}
 spec: {myASN: 64512, peerASN: 64600, interface: eth1}
 ---
 apiVersion: metallb.io/v1beta2
 kind: BGPPeer
-metadata: {name: again, namespace: metallb-system}
+metadata: {name: u-again, namespace: metallb-system}
 spec: {myASN: 64512, peerASN: 64600, peerAddress: 198.18.10.1}
 `, want: []string{
-			"BGPPeer metallb-system/dyn: spec.dynamicASN", "BGPPeer metallb-system/unnumbered: spec.interface",
-			"BGPPeer metallb-system/again: spec.peerAddress",
-			"BGPPeer metallb-system/dyn: spec.myASN", "BGPPeer metallb-system/unnumbered: spec.myASN",
-			"BGPPeer metallb-system/again: spec.myASN",
+			"BGPPeer metallb-system/s-dyn: spec.dynamicASN", "BGPPeer metallb-system/t-unnumbered: spec.interface",
+			"BGPPeer metallb-system/u-again: spec.peerAddress",
+			"BGPPeer metallb-system/s-dyn: spec.myASN", "BGPPeer metallb-system/t-unnumbered: spec.myASN",
+			"BGPPeer metallb-system/u-again: spec.myASN",
 		}, check: func(t *testing.T, c *config.CloudConfig) {
 			if len(c.BGP.Peers) != 1 || c.BGP.ASN != 64513 {
 				t.Errorf("peers %v, asn %d", c.BGP.Peers, c.BGP.ASN)
