@@ -210,6 +210,24 @@ func (c *converter) adSelectsPeer(ad *bgpAdvertisement, peer string) bool {
 	return slices.ContainsFunc(ad.Spec.Peers, func(n string) bool { return c.peerName[n] == peer })
 }
 
+// checkPoolSelectors reports the pool selectors that are not label
+// selectors: they select no pool.
+func (c *converter) checkPoolSelectors() {
+	check := func(r string, sels []metav1.LabelSelector) {
+		for i := range sels {
+			if _, err := metav1.LabelSelectorAsSelector(&sels[i]); err != nil {
+				c.rep.Add(r, fmt.Sprintf("spec.ipAddressPoolSelectors[%d]", i), "not a label selector (%v): selects no pool", err)
+			}
+		}
+	}
+	for _, ad := range c.in.bgpAds {
+		check(ref(KindBGPAdvertisement, &ad.object), ad.Spec.IPAddressPoolSelectors)
+	}
+	for _, ad := range c.in.l2Ads {
+		check(ref(KindL2Advertisement, &ad.object), ad.Spec.IPAddressPoolSelectors)
+	}
+}
+
 // selectsPool tells whether an advertisement's pools and pool selectors
 // pick pool; with neither, it picks every pool.
 func selectsPool(names []string, sels []metav1.LabelSelector, pool *ipAddressPool) bool {

@@ -59,6 +59,7 @@ func Convert(objs []migrate.Object, opts Options) (*config.CloudConfig, *migrate
 	}
 	c := &converter{in: in, opts: opts, rep: rep}
 	cfg := &config.CloudConfig{APIVersion: config.APIVersion, Kind: config.Kind}
+	c.checkPoolSelectors()
 	c.convertPools(&cfg.LoadBalancer)
 	c.convertPeers(&cfg.BGP)
 	c.convertBGPAdvertisements(cfg)

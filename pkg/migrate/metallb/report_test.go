@@ -155,6 +155,9 @@ spec: {localPref: 200, aggregationLength: 25}
 		{name: "an advertisement to a peer that is not there", input: strings.Replace(pool, "metadata: {name: all, namespace: metallb-system}\n",
 			"metadata: {name: all, namespace: metallb-system}\nspec: {peers: [gone]}\n", 1) + peer + "}\n",
 			want: []string{"BGPAdvertisement metallb-system/all: spec.peers", "IPAddressPool metallb-system/p: "}},
+		{name: "a pool selector that is no selector", input: strings.Replace(pool, "metadata: {name: all, namespace: metallb-system}\n",
+			"metadata: {name: all, namespace: metallb-system}\nspec: {ipAddressPoolSelectors: [{matchExpressions: [{key: a, operator: Sometimes}]}]}\n", 1),
+			want: []string{"BGPAdvertisement metallb-system/all: spec.ipAddressPoolSelectors[0]", "IPAddressPool metallb-system/p: "}},
 		{name: "L2 advertisements that differ", input: `apiVersion: metallb.io/v1beta1
 kind: IPAddressPool
 metadata: {name: p, namespace: metallb-system}
