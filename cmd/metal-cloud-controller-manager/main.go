@@ -3,7 +3,9 @@
 // cloud-node, cloud-node-lifecycle and route controllers, and a service
 // controller (upstream's, or pkg/lbcontroller for a provider whose load
 // balancers follow nodes by themselves, as "metal"'s do), against the provider
-// chosen with --cloud-provider (default "metal").
+// chosen with --cloud-provider (default "metal"). Its subcommand migrate
+// converts MetalLB's and kube-vip-cloud-provider's configuration into the
+// cloud-config.
 package main
 
 import (
@@ -46,6 +48,9 @@ func run() int {
 	cmd := app.NewCloudControllerManagerCommand(opts, m.initializeCloud, m.controllerInitializers(),
 		names.CCMControllerAliases(), fss, ctx.Done())
 	cmd.Use = "metal-cloud-controller-manager"
+	cmd.Long += "\n\n`metal-cloud-controller-manager migrate metallb|kube-vip --help` converts another\n" +
+		"LoadBalancer implementation's configuration into the cloud-config."
+	cmd.AddCommand(newMigrateCommand())
 	documentDefaults(cmd.Flags())
 	code := cli.Run(cmd)
 	if ctx.Err() != nil {

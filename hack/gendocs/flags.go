@@ -29,13 +29,37 @@ var (
 // with its output not a terminal, the help is not wrapped: each flag is one
 // line, continued only where its usage has line breaks.
 func loadFlags(bin string) ([]flagSection, error) {
-	out, err := exec.Command(bin, "--help").Output()
+	secs, err := helpSections(bin)
 	if err != nil {
-		return nil, fmt.Errorf("%s --help: %w", bin, err)
+		return nil, err
+	}
+	// The subcommands print their own flag sets the same way; their
+	// sections are named after them.
+	for _, sub := range subcommands {
+		subSecs, err := helpSections(bin, strings.Fields(sub)...)
+		if err != nil {
+			return nil, err
+		}
+		for i := range subSecs {
+			subSecs[i].name = "`" + sub + "`: " + subSecs[i].name
+		}
+		secs = append(secs, subSecs...)
+	}
+	return secs, nil
+}
+
+// subcommands are the manager's subcommands that have flags of their own.
+var subcommands = []string{"migrate metallb", "migrate kube-vip"}
+
+func helpSections(bin string, args ...string) ([]flagSection, error) {
+	args = append(args, "--help")
+	out, err := exec.Command(bin, args...).Output() //nolint:gosec // the manager built by hack/gen-docs.sh
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", bin, strings.Join(args, " "), err)
 	}
 	secs := parseHelp(string(out))
 	if len(secs) == 0 {
-		return nil, fmt.Errorf("%s --help: no flag sections found", bin)
+		return nil, fmt.Errorf("%s %s: no flag sections found", bin, strings.Join(args, " "))
 	}
 	return secs, nil
 }

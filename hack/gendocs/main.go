@@ -79,7 +79,7 @@ func run(root, ccm, out string) error {
 			"The metrics metal-ccm defines, with the help text they are served with, from `pkg/metal`, `pkg/replica`, `pkg/lbcontroller`, the protocols of `pkg/protocol`, the power-state sources and `pkg/fencing`. [../metrics.md](../metrics.md) says which replica reports each, and lists the upstream metrics worth watching and the alert rules.",
 			func(b *bytes.Buffer) error { writeMetrics(b, mets); return nil }},
 		{"flags.md", "Flags reference",
-			"Every flag of `metal-cloud-controller-manager`, from its `--help`. [../flags.md](../flags.md) explains the defaults metal-ccm changes.",
+			"Every flag of `metal-cloud-controller-manager`, from its `--help`, then those of its subcommands `migrate metallb` and `migrate kube-vip` ([../migration.md](../migration.md#converting-the-configuration)). [../flags.md](../flags.md) explains the defaults metal-ccm changes.",
 			func(b *bytes.Buffer) error { writeFlags(b, sections); return nil }},
 	}
 	if err := os.MkdirAll(out, 0o750); err != nil {

@@ -11,10 +11,12 @@ import (
 
 // The CRDs of test/framework/testdata: minimal copies (group, version, kind,
 // plural, scope and a status subresource as published) of the resources the
-// power-state sources read.
+// power-state sources and the migrate converter read.
 const (
 	BareMetalHostCRD = "baremetalhost-crd.yaml"
 	RufioMachineCRD  = "rufio-machine-crd.yaml"
+	// MetalLBCRDs holds MetalLB's six CRDs, for the migrate converter.
+	MetalLBCRDs = "metallb-crds.yaml"
 )
 
 // InstallCRD applies testdata/file, a CRD named name
