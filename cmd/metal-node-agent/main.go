@@ -25,6 +25,7 @@ import (
 
 	"github.com/metal-ccm/metal-ccm/pkg/agent"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
+	"github.com/metal-ccm/metal-ccm/pkg/version"
 )
 
 // options are the agent's flags.
@@ -65,7 +66,9 @@ func run() int {
 			return o.run(ctx)
 		},
 		SilenceUsage: true,
+		Version:      version.String(),
 	}
+	cmd.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	fss := o.flags()
 	globalflag.AddGlobalFlags(fss.FlagSet("global"), cmd.Name())
 	for _, fs := range fss.FlagSets {
@@ -76,6 +79,7 @@ func run() int {
 
 func (o *options) run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
+	logger.Info("Starting", "version", version.Version(), "revision", version.Revision())
 	if o.cloudConfig == "" || o.nodeName == "" {
 		return errors.New("--cloud-config and --node-name (or $NODE_NAME) are required")
 	}
