@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packages the chart (deploy/chart/metal-ccm) into
-# _output/chart/metal-ccm-VERSION.tgz after checking that its version and
+# $OUTPUT/chart/metal-ccm-VERSION.tgz (OUTPUT default _output) after checking that its version and
 # appVersion are VERSION. With IMAGE=REGISTRY/REPOSITORY, the packaged
 # chart's image.repository defaults to it (the image make push pushes
 # there), so that `helm install oci://...` runs that image with no --set;
@@ -30,6 +30,7 @@ if [ -n "${IMAGE:-}" ]; then
     exit 1
   fi
 fi
-mkdir -p "$root/_output/chart"
-"$root/_output/bin/helm" package "$tmp/metal-ccm" --destination "$root/_output/chart" >&2
-echo "$root/_output/chart/metal-ccm-$VERSION.tgz"
+dest="${OUTPUT:-$root/_output}/chart"
+mkdir -p "$dest"
+"$root/_output/bin/helm" package "$tmp/metal-ccm" --destination "$dest" >&2
+echo "$dest/metal-ccm-$VERSION.tgz"

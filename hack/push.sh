@@ -10,6 +10,7 @@
 #               gives oci://ghcr.io/ORG/charts)
 #   PLAIN_HTTP  1: the registry speaks HTTP, not HTTPS (a lab registry)
 #   PLATFORMS   as for hack/image.sh
+#   OUTPUT      where the image layout and the chart package go (default _output)
 #
 # Credentials: the image's from the Docker config (docker login) or a
 # credential helper; the chart's from `helm registry login`.
@@ -30,6 +31,6 @@ if [ "${PLAIN_HTTP:-0}" = 1 ]; then
 fi
 
 "$root/hack/image.sh"
-(cd "$root" && go run ./hack/image push -layout "$root/_output/image" -image "$IMAGE" "${image_flags[@]}")
+(cd "$root" && go run ./hack/image push -layout "${OUTPUT:-$root/_output}/image" -image "$IMAGE" "${image_flags[@]}")
 chart=$(IMAGE=$IMAGE "$root/hack/package-chart.sh")
 "$root/_output/bin/helm" push "$chart" "$chart_repo" "${helm_flags[@]}"

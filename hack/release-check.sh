@@ -22,7 +22,7 @@ check_changelog
 
 platforms=${PLATFORMS:-linux/amd64,linux/arm64}
 PLATFORMS=$platforms "$root/hack/image.sh"
-go run ./hack/image check -layout "$root/_output/image" -version "$VERSION" -platforms "$platforms"
+go run ./hack/image check -layout "${OUTPUT:-$root/_output}/image" -version "$VERSION" -platforms "$platforms"
 
 chart=$("$root/hack/package-chart.sh")
 tmp=$(mktemp -d)
@@ -36,4 +36,4 @@ if [ "$images" != "$want" ]; then
   echo "release-check: the chart renders the images [$images], want $want" >&2
   exit 1
 fi
-echo "release-check: $VERSION is ready: image _output/image, chart $chart"
+echo "release-check: $VERSION is ready: image ${OUTPUT:-$root/_output}/image, chart $chart"
