@@ -274,7 +274,7 @@ func (m *Members) SetFitness(f Fitness, timeout time.Duration) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("member: gossip fitness: not taken after %d tries (last: %v)", updateTries, err)
+	return fmt.Errorf("member: gossip fitness: not taken after %d tries (last: %v)", updateTries, err) //nolint:errorlint // err is nil when every try lost to a refutation: not an error to wrap
 }
 
 // updateTries bounds SetFitness's tries: each loses only to a refutation
