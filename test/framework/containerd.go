@@ -82,6 +82,9 @@ state = %[2]q
 // (HOST:PORT) under dir/certs.d: pulls from it go over plain HTTP, as
 // `server = "http://HOST:PORT"` says (a lab's registry has no TLS).
 func writeRegistryHosts(dir string, registries []string) error {
+	if err := os.MkdirAll(filepath.Join(dir, "certs.d"), 0o750); err != nil {
+		return fmt.Errorf("real node: %w", err)
+	}
 	for _, r := range registries {
 		d := filepath.Join(dir, "certs.d", r)
 		if err := os.MkdirAll(d, 0o750); err != nil {
