@@ -1,5 +1,5 @@
 # A thin index over hack/. Each target's work is in the script it names.
-.PHONY: all build test verify bench chaos run run-detached down clean
+.PHONY: all build test verify bench chaos run run-detached down image push release-check clean
 
 all: build
 
@@ -26,6 +26,15 @@ run-detached: ## As run, but returns; stop with `make down`
 
 down: ## Stop a detached local cluster
 	hack/local-down.sh
+
+image: ## The release image (linux/amd64, linux/arm64; both binaries) as an OCI layout in _output/image
+	hack/image.sh
+
+push: ## Push the image to IMAGE:VERSION and the chart to oci://IMAGE's parent/charts (IMAGE=REGISTRY/REPO)
+	IMAGE=$(IMAGE) hack/push.sh
+
+release-check: ## What the release workflow does for a tag, without pushing (versions, changelog, image, chart)
+	hack/release-check.sh
 
 clean:
 	rm -rf _output

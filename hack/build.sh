@@ -28,4 +28,7 @@ BINARIES="etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kub
 # Helm, for the chart's test and the generated manifests (its own tools module).
 "$root/hack/build-helm.sh"
 
-(cd "$root" && go build -o "$bin/" ./cmd/... && go build -o "$bin/metal-local" ./hack/local)
+# This repository's binaries, stamped with VERSION and the commit (--version).
+# shellcheck source=lib/version.sh
+. "$root/hack/lib/version.sh"
+(cd "$root" && go build -ldflags "$(version_ldflags)" -o "$bin/" ./cmd/... && go build -o "$bin/metal-local" ./hack/local)

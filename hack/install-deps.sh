@@ -13,7 +13,8 @@ command -v go >/dev/null || { echo "Go 1.26 is required (https://go.dev/dl)"; ex
 # process relays the API server into the node namespaces itself, and
 # kube-proxy clears conntrack entries over netlink: no socat, no conntrack.
 # kubelet and kube-proxy themselves come from hack/build.sh. The IPMI
-# power-state source's tests run OpenIPMI's ipmi_sim and ipmitool.
+# power-state source's tests run OpenIPMI's ipmi_sim and ipmitool. The
+# release test runs Distribution's registry (docker-registry).
 missing_packages() {
 	if ! command -v bird >/dev/null && [ ! -x /usr/sbin/bird ]; then
 		echo bird2 iproute2 curl
@@ -27,6 +28,10 @@ missing_packages() {
 	# ipmi_sim) on loopback, and ipmitool as an independent client.
 	command -v ipmi_sim >/dev/null || echo openipmi
 	command -v ipmitool >/dev/null || echo ipmitool
+	# The release test pushes the image and the chart to a real OCI
+	# registry (the CNCF Distribution registry) that it starts on a lab
+	# address, and the real nodes pull from it.
+	[ -x /usr/bin/docker-registry ] || echo docker-registry
 }
 
 install_packages() {

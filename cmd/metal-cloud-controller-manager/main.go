@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/spf13/cobra"
 	"k8s.io/cloud-provider/app"
 	"k8s.io/cloud-provider/names"
 	"k8s.io/component-base/cli"
@@ -23,6 +24,8 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics
 	_ "k8s.io/component-base/metrics/prometheus/version"  // the version metric
 	"k8s.io/klog/v2"
+
+	"github.com/metal-ccm/metal-ccm/pkg/version"
 )
 
 func main() {
@@ -51,6 +54,7 @@ func run() int {
 	cmd.Long += "\n\n`metal-cloud-controller-manager migrate metallb|kube-vip --help` converts another\n" +
 		"LoadBalancer implementation's configuration into the cloud-config."
 	cmd.AddCommand(newMigrateCommand())
+	printVersion(cmd)
 	documentDefaults(cmd.Flags())
 	code := cli.Run(cmd)
 	if ctx.Err() != nil {
@@ -59,4 +63,22 @@ func run() int {
 	}
 	klog.Flush()
 	return code
+}
+
+// printVersion makes --version print this release (pkg/version), not the
+// Kubernetes libraries' version that the upstream command prints, and logs
+// the release when the manager starts. --version=raw and --version=vX.Y.Z
+// keep their upstream meaning.
+func printVersion(cmd *cobra.Command) {
+	upstream := cmd.RunE
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		switch f := c.Flags().Lookup("version"); {
+		case f != nil && f.Value.String() == "true":
+			fmt.Fprintf(c.OutOrStdout(), "%s %s\n", c.Name(), version.String())
+			return nil
+		case f == nil || f.Value.String() == "false":
+			klog.InfoS("Starting", "version", version.Version(), "revision", version.Revision())
+		}
+		return upstream(c, args)
+	}
 }

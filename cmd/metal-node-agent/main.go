@@ -26,6 +26,7 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/agent"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/l2"
+	"github.com/metal-ccm/metal-ccm/pkg/version"
 )
 
 // options are the agent's flags.
@@ -66,7 +67,9 @@ func run() int {
 			return o.run(ctx)
 		},
 		SilenceUsage: true,
+		Version:      version.String(),
 	}
+	cmd.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	fss := o.flags()
 	globalflag.AddGlobalFlags(fss.FlagSet("global"), cmd.Name())
 	for _, fs := range fss.FlagSets {
@@ -77,6 +80,7 @@ func run() int {
 
 func (o *options) run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
+	logger.Info("Starting", "version", version.Version(), "revision", version.Revision())
 	if o.cloudConfig == "" || o.nodeName == "" {
 		return errors.New("--cloud-config and --node-name (or $NODE_NAME) are required")
 	}

@@ -40,6 +40,9 @@ func cniBinDir() (string, error) {
 //   - runc keeps its state under dir (Root), not /run/containerd/runc.
 //   - the native snapshotter works on any file system; the test images are a
 //     few MiB.
+//   - registries are configured by the hosts files under dir/certs.d
+//     (config_path; writeRegistryHosts), as on a kubeadm node's
+//     /etc/containerd/certs.d.
 func containerdConfig(dir, sandboxImage, cniBin string) string {
 	return fmt.Sprintf(`version = 2
 root = %[1]q
@@ -67,9 +70,32 @@ state = %[2]q
     bin_dir = %[6]q
     conf_dir = %[7]q
     conf_template = %[8]q
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = %[10]q
 `, filepath.Join(dir, "root"), filepath.Join(dir, "state"), containerdSocket(dir),
 		filepath.Join(dir, "opt"), sandboxImage, cniBin,
-		filepath.Join(dir, "cni", "net.d"), filepath.Join(dir, "cni", "template.json"), filepath.Join(dir, "runc"))
+		filepath.Join(dir, "cni", "net.d"), filepath.Join(dir, "cni", "template.json"), filepath.Join(dir, "runc"),
+		filepath.Join(dir, "certs.d"))
+}
+
+// writeRegistryHosts writes containerd's hosts file of each registry
+// (HOST:PORT) under dir/certs.d: pulls from it go over plain HTTP, as
+// `server = "http://HOST:PORT"` says (a lab's registry has no TLS).
+func writeRegistryHosts(dir string, registries []string) error {
+	if err := os.MkdirAll(filepath.Join(dir, "certs.d"), 0o750); err != nil {
+		return fmt.Errorf("real node: %w", err)
+	}
+	for _, r := range registries {
+		d := filepath.Join(dir, "certs.d", r)
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			return fmt.Errorf("real node: %w", err)
+		}
+		hosts := fmt.Sprintf("server = %[1]q\n\n[host.%[1]q]\n  capabilities = [\"pull\", \"resolve\"]\n", "http://"+r)
+		if err := os.WriteFile(filepath.Join(d, "hosts.toml"), []byte(hosts), 0o600); err != nil {
+			return fmt.Errorf("real node: %w", err)
+		}
+	}
+	return nil
 }
 
 // cniTemplate is the CNI conflist the CRI plugin renders once the kubelet
@@ -101,7 +127,8 @@ func containerdSocket(dir string) string { return filepath.Join(dir, "containerd
 
 // startContainerd writes the node's containerd config and starts it in the
 // node's network namespace, then waits until it answers and imports the
-// image archives into its k8s.io namespace.
+// image archives into its k8s.io namespace. It pulls other images from the
+// registries of o.Registries.
 func (n *RealNode) startContainerd(ctx context.Context, o RealNodeOptions) error {
 	containerd, err := exec.LookPath("containerd")
 	if err != nil {
@@ -118,6 +145,9 @@ func (n *RealNode) startContainerd(ctx context.Context, o RealNodeOptions) error
 	}
 	if err := os.WriteFile(filepath.Join(n.Dir, "cni", "template.json"), []byte(cniTemplate(filepath.Join(n.Dir, "cni", "ipam"))), 0o600); err != nil {
 		return fmt.Errorf("real node: %w", err)
+	}
+	if err := writeRegistryHosts(n.Dir, o.Registries); err != nil {
+		return err
 	}
 	cfg := filepath.Join(n.Dir, "containerd.toml")
 	if err := os.WriteFile(cfg, []byte(containerdConfig(n.Dir, o.SandboxImage, cniBin)), 0o600); err != nil {

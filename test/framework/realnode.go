@@ -46,6 +46,10 @@ type RealNodeOptions struct {
 	// image among them, is containerd's sandbox image. Required.
 	Images       []string
 	SandboxImage string
+	// Registries are registries (HOST:PORT, such as a StartRegistry's
+	// Addr) that containerd pulls from over plain HTTP: a pod's image
+	// HOST:PORT/REPOSITORY:TAG that no archive holds is pulled from there.
+	Registries []string
 	// NoKubeProxy leaves kube-proxy out.
 	NoKubeProxy bool
 }

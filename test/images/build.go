@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/metal-ccm/metal-ccm/internal/imagebuild"
 )
 
 // Module is this repository's module path, the prefix of the packages below.
@@ -63,9 +65,9 @@ func Echo(out string) Options {
 	return Options{Package: Module + "/test/images/cmd/echo", Ref: Ref("echo"), Binary: "/bin/echo", Out: out}
 }
 
-// CCM builds the cloud controller manager into out, as the Dockerfile does:
-// the same binary paths (the node agent beside the manager), user and
-// entrypoint, without distroless's files.
+// CCM builds the cloud controller manager into out at the release image's
+// paths (hack/image: the node agent beside the manager), user and
+// entrypoint, for a single platform and without the version stamped.
 func CCM(out string) Options {
 	const name, agent = "metal-cloud-controller-manager", "metal-node-agent"
 	return Options{Package: Module + "/cmd/" + name, Ref: Ref(name), Binary: "/usr/local/bin/" + name, Out: out,
@@ -79,54 +81,36 @@ func BuildCCM(ctx context.Context, out string) (Result, error) {
 
 // Build compiles opts.Package into a static Linux binary and writes a
 // single-platform OCI image archive of it to opts.Out: one layer holding only
-// the binary, run as User with the binary as entrypoint.
+// the binaries, run as imagebuild.User with the binary as entrypoint.
 func Build(ctx context.Context, opts Options) (Result, error) {
 	if err := opts.check(); err != nil {
 		return Result{}, fmt.Errorf("build image: %w", err)
 	}
-	arch := opts.Arch
-	if arch == "" {
-		arch = runtime.GOARCH
-	}
-	tmp, err := os.MkdirTemp("", "images-")
-	if err != nil {
-		return Result{}, fmt.Errorf("build image %s: %w", opts.Ref, err)
-	}
-	defer os.RemoveAll(tmp)
-
-	files := []layerFile{{src: filepath.Join(tmp, "bin"), path: opts.Binary}}
-	for i, e := range opts.Extra {
-		files = append(files, layerFile{src: filepath.Join(tmp, fmt.Sprintf("extra%d", i)), path: e.Binary})
-	}
-	pkgs := append([]string{opts.Package}, extraPackages(opts.Extra)...)
-	for i, f := range files {
-		if err := goBuild(ctx, opts.Dir, arch, pkgs[i], f.src); err != nil {
-			return Result{}, fmt.Errorf("build image %s: %w", opts.Ref, err)
-		}
-	}
-	res, err := pack(tmp, files, arch, opts)
+	res, err := buildImage(ctx, opts)
 	if err != nil {
 		return Result{}, fmt.Errorf("build image %s: %w", opts.Ref, err)
 	}
 	return res, nil
 }
 
-func extraPackages(extra []Extra) []string {
-	out := make([]string, len(extra))
-	for i, e := range extra {
-		out[i] = e.Package
+// buildImage builds and packs the image opts say, in a temporary directory.
+func buildImage(ctx context.Context, opts Options) (Result, error) {
+	arch := opts.Arch
+	if arch == "" {
+		arch = runtime.GOARCH
 	}
-	return out
-}
-
-// pack writes the image of files (the entrypoint first) as opts say, using
-// tmp for the layer and the layout.
-func pack(tmp string, files []layerFile, arch string, opts Options) (Result, error) {
-	layerPath := filepath.Join(tmp, "layer.tar")
-	if err := writeLayer(layerPath, files); err != nil {
+	tmp, err := os.MkdirTemp("", "images-")
+	if err != nil {
 		return Result{}, err
 	}
-	img, err := newImage(layerPath, opts.Binary, arch, "go build "+opts.Package)
+	defer os.RemoveAll(tmp)
+	bins := []imagebuild.Binary{{Package: opts.Package, Path: opts.Binary}}
+	for _, e := range opts.Extra {
+		bins = append(bins, imagebuild.Binary{Package: e.Package, Path: e.Binary})
+	}
+	img, err := imagebuild.Build(ctx, opts.Dir, tmp, "", bins, imagebuild.Config{
+		Arch: arch, Created: imagebuild.Epoch, CreatedBy: "go build " + opts.Package,
+	})
 	if err != nil {
 		return Result{}, err
 	}
@@ -134,7 +118,7 @@ func pack(tmp string, files []layerFile, arch string, opts Options) (Result, err
 	if err := writeLayout(dir, img, opts.Ref, arch); err != nil {
 		return Result{}, err
 	}
-	if err := tarDir(dir, opts.Out); err != nil {
+	if err := imagebuild.TarDir(dir, opts.Out); err != nil {
 		return Result{}, err
 	}
 	digest, err := img.Digest()

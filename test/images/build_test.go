@@ -16,6 +16,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
+
+	"github.com/metal-ccm/metal-ccm/internal/imagebuild"
 )
 
 // buildTimeout bounds one image build in the tests: a cold build of the CCM
@@ -75,7 +77,7 @@ func TestBuildCCM(t *testing.T) {
 	t.Logf("built %s in %s: %d bytes", res.Ref, time.Since(start).Round(time.Millisecond), fi.Size())
 	opts := CCM(res.Path)
 	if opts.Binary != "/usr/local/bin/metal-cloud-controller-manager" {
-		t.Errorf("binary %s, want the Dockerfile's /usr/local/bin/metal-cloud-controller-manager", opts.Binary)
+		t.Errorf("binary %s, want the release image's /usr/local/bin/metal-cloud-controller-manager", opts.Binary)
 	}
 	checkImage(t, opts, res)
 }
@@ -147,8 +149,8 @@ func checkArchiveEntries(t *testing.T, entries []*tar.Header) {
 	var names []string
 	for _, h := range entries {
 		names = append(names, h.Name)
-		if h.Mode != 0o644 || h.Uid != 0 || h.Gid != 0 || !h.ModTime.Equal(epoch) {
-			t.Errorf("archive entry %s: mode %o uid %d gid %d time %s, want 644, 0, 0, the epoch", h.Name, h.Mode, h.Uid, h.Gid, h.ModTime)
+		if h.Mode != 0o644 || h.Uid != 0 || h.Gid != 0 || !h.ModTime.Equal(imagebuild.Epoch) {
+			t.Errorf("archive entry %s: mode %o uid %d gid %d time %s, want 644, 0, 0, the imagebuild.Epoch", h.Name, h.Mode, h.Uid, h.Gid, h.ModTime)
 		}
 	}
 	// A config, a layer and a manifest.
@@ -188,11 +190,11 @@ func checkConfig(t *testing.T, img v1.Image, opts Options) {
 	if cf.OS != "linux" || cf.Architecture != runtime.GOARCH {
 		t.Errorf("platform %s/%s, want linux/%s", cf.OS, cf.Architecture, runtime.GOARCH)
 	}
-	if !cf.Created.Equal(epoch) {
-		t.Errorf("created %s, want the epoch", cf.Created.Time)
+	if !cf.Created.Equal(imagebuild.Epoch) {
+		t.Errorf("created %s, want the imagebuild.Epoch", cf.Created.Time)
 	}
-	if len(cf.History) != 1 || !cf.History[0].Created.Equal(epoch) {
-		t.Errorf("history %+v, want one entry at the epoch", cf.History)
+	if len(cf.History) != 1 || !cf.History[0].Created.Equal(imagebuild.Epoch) {
+		t.Errorf("history %+v, want one entry at the imagebuild.Epoch", cf.History)
 	}
 }
 
@@ -220,8 +222,8 @@ func checkLayer(t *testing.T, img v1.Image, opts Options) {
 		t.Fatalf("layer entries %q, want only %q", names, want)
 	}
 	for _, h := range hdrs {
-		if h.Typeflag != tar.TypeReg || h.Mode != 0o755 || h.Uid != 0 || h.Gid != 0 || !h.ModTime.Equal(epoch) {
-			t.Errorf("%s: type %c mode %o uid %d gid %d time %s, want a file, 0755, root, the epoch", h.Name, h.Typeflag, h.Mode, h.Uid, h.Gid, h.ModTime)
+		if h.Typeflag != tar.TypeReg || h.Mode != 0o755 || h.Uid != 0 || h.Gid != 0 || !h.ModTime.Equal(imagebuild.Epoch) {
+			t.Errorf("%s: type %c mode %o uid %d gid %d time %s, want a file, 0755, root, the imagebuild.Epoch", h.Name, h.Typeflag, h.Mode, h.Uid, h.Gid, h.ModTime)
 		}
 		checkStatic(t, files[h.Name])
 	}

@@ -19,7 +19,9 @@
 // the normalized form of what the kubelet asks for, so a pod may say
 // "echo:test" but an image imported as "echo:test" is never found.
 //
-// Images are reproducible: the binary is built with -trimpath and without VCS
-// stamping, and every time in the image and the archive is the Unix epoch, so
-// the same sources and toolchain give the same digests.
+// The binaries, layer and config are internal/imagebuild's, as for the
+// release image (make image). Images are reproducible: the binary is built
+// with -trimpath and without VCS stamping, and every time in the image and
+// the archive is the Unix epoch, so the same sources and toolchain give the
+// same digests.
 package images

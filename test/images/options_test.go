@@ -51,7 +51,7 @@ func TestPresets(t *testing.T) {
 				t.Errorf("%+v, want binary %s, ref %s, package %s", tc.opts, tc.binary, tc.ref, tc.p)
 			}
 			if tc.name == "ccm" && (len(tc.opts.Extra) != 1 || tc.opts.Extra[0].Binary != "/usr/local/bin/metal-node-agent") {
-				t.Errorf("the CCM's image lacks the node agent beside it, as the Dockerfile has it: %+v", tc.opts.Extra)
+				t.Errorf("the CCM's image lacks the node agent beside it, as the release image has it: %+v", tc.opts.Extra)
 			}
 		})
 	}

@@ -74,7 +74,7 @@ func TestChartNodeAgentsOnRealNodes(t *testing.T) {
 	}
 	// Both nodes run an agent from the CCM's image; node 0 also the CCM.
 	names := []string{"agents-cp", "agents-worker"}
-	nodes := startChartNodes(ctx, t, lab, names, ccmImage.Path, true)
+	nodes := startChartNodes(ctx, t, lab, names, ccmImage.Path, true, nil)
 	cpNode, worker := nodes[0], nodes[1]
 
 	installChart(t, ccmImage.Ref, agentsCloudConfig(), map[string]any{"agent": map[string]any{"enabled": true}})

@@ -47,37 +47,41 @@ var (
 	chartPool6 = netip.MustParsePrefix("2001:db8:110::/120")
 )
 
-// TestChartOnRealNodes is the README's quick start, run for real: one real
-// node plays the control-plane node, the CCM's image (built from this tree,
-// non-root, no shell) is imported into it, and the chart is installed with
-// the pinned Helm. The CCM then runs as the chart's DaemonSet pod with its
-// own ServiceAccount token (in-cluster config through the kubernetes
-// Service and kube-proxy), on the host network with a read-only root
-// filesystem and no capabilities; it initializes the nodes, announces pod
-// routes and a LoadBalancer address to the router from the node's own
-// address, and the address answers through kube-proxy, with no request of
-// the CCM forbidden.
+// TestChartOnRealNodes is the README's quick start, run for real: a real
+// registry (Distribution) on the lab gets the release with `make push`
+// (the image, built from this tree, non-root, no shell, and the chart), one
+// real node plays the control-plane node, and the chart is installed from
+// the registry with the pinned Helm (helm install oci://...); the node's
+// containerd pulls the image from the registry, and the pod and the
+// binaries show the release's version. The CCM then runs as the chart's
+// DaemonSet pod with its own ServiceAccount token (in-cluster config
+// through the kubernetes Service and kube-proxy), on the host network with
+// a read-only root filesystem and no capabilities; it initializes the
+// nodes, announces pod routes and a LoadBalancer address to the router
+// from the node's own address, and the address answers through
+// kube-proxy, with no request of the CCM forbidden.
 func TestChartOnRealNodes(t *testing.T) {
 	requireChartTools(t)
+	if err := framework.RegistryAvailable(); err != nil {
+		t.Fatal(err) // hack/install-deps.sh installs it with the real nodes' packages
+	}
 	// The router has its sessions with node 0's own addresses: the CCM pod
 	// uses the node's network.
 	lab := netlab.New(t, netlab.Options{Nodes: 2, Speakers: 1, NodePeers: []int{0}})
 	ctx := context.Background()
-
-	ccmImage, err := images.BuildCCM(ctx, filepath.Join(t.TempDir(), "ccm.tar"))
-	if err != nil {
-		t.Fatalf("build the CCM's image: %v", err)
-	}
+	reg, rel := pushRelease(t, lab)
 
 	// Node 0 is the control-plane node (the chart's nodeSelector), the only
-	// one with the CCM's image; node 1 is a worker.
-	nodes := startChartNodes(ctx, t, lab, []string{"chart-cp", "chart-worker"}, ccmImage.Path, false)
+	// one that runs the CCM; node 1 is a worker. Both pull from the
+	// registry; no archive holds the CCM's image.
+	nodes := startChartNodes(ctx, t, lab, []string{"chart-cp", "chart-worker"}, "", false, []string{reg.Addr.String()})
 	cpNode, worker := nodes[0], nodes[1]
 
-	installChart(t, ccmImage.Ref, chartCloudConfig(lab), nil)
+	installChartFrom(t, rel.Chart, []string{"--version", rel.Version, "--plain-http"}, chartCloudConfig(lab), nil)
 	pod := waitCCMPod(t, cpNode.Name)
 	checkCCMPodSpec(t, pod)
 	checkCCMProcess(t, cpNode.NetNS)
+	checkRelease(t, cpNode, pod, rel)
 
 	// The CCM initializes both nodes, its own included (it tolerates the
 	// uninitialized taint), and KCM gives them pod CIDRs.
@@ -170,24 +174,26 @@ func TestChartOnRealNodes(t *testing.T) {
 // requireChartTools skips without real nodes, and fails without the pinned
 // Helm or an API server that reports a version the chart accepts.
 // startChartNodes starts a real node per name in the lab's node namespaces
-// (node i in lab.Nodes[i]) with the test images and the CCM's image (on
-// node 0 only, unless everywhere), makes node 0 the control-plane node
+// (node i in lab.Nodes[i]) with the test images and the CCM's image archive
+// (on node 0 only, unless everywhere; none if ""), pulling other images
+// from registries (HOST:PORT, plain HTTP), makes node 0 the control-plane node
 // (what kubeadm gives it: the role label and the NoSchedule taint, which
 // the chart tolerates and the workload does not), and serves the
 // kubernetes Service from it: pods reach the API server as on a real
 // cluster, through kube-proxy, to node 0's relay.
-func startChartNodes(ctx context.Context, t *testing.T, lab *netlab.Lab, names []string, ccmImage string, everywhere bool) []*framework.RealNode {
+func startChartNodes(ctx context.Context, t *testing.T, lab *netlab.Lab, names []string, ccmImage string, everywhere bool, registries []string) []*framework.RealNode {
 	t.Helper()
 	archives, pauseRef := testImages(t)
 	nodes := make([]*framework.RealNode, len(names))
 	for i, name := range names {
 		t.Cleanup(func() { _ = client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 		imgs := archives
-		if i == 0 || everywhere {
+		if ccmImage != "" && (i == 0 || everywhere) {
 			imgs = append(slices.Clone(archives), ccmImage)
 		}
 		nodes[i] = cp.StartRealNode(ctx, t, framework.RealNodeOptions{
 			Name: name, NetNS: lab.Nodes[i], NodeIPs: labNodeIPs(lab, i), Images: imgs, SandboxImage: pauseRef,
+			Registries: registries,
 		})
 	}
 	markControlPlane(t, nodes[0].Name)
@@ -252,20 +258,28 @@ func markControlPlane(t *testing.T, name string) {
 	}
 }
 
-// installChart installs the chart as the README says (helm install into
-// kube-system), with the CCM's image as imported, the cloud-config given,
-// pod routes on and the values in more; it uninstalls it when the test
-// ends, waits for the release's pods to stop (the CCM hands its Lease over
-// and closes its sessions), and removes what the release leaves (the
-// Lease).
+// installChart installs the chart of this tree as installChartFrom does,
+// with the CCM's image as imported (ref, pull policy Never).
 func installChart(t *testing.T, ref, cloudConfig string, more map[string]any) {
 	t.Helper()
 	repo, tag, ok := strings.Cut(ref, ":"+images.Tag)
 	if !ok || tag != "" {
 		t.Fatalf("image reference %q does not end in :%s", ref, images.Tag)
 	}
+	values := map[string]any{"image": map[string]any{"repository": repo, "tag": images.Tag, "pullPolicy": "Never"}}
+	maps.Copy(values, more)
+	installChartFrom(t, framework.ChartDir(), nil, cloudConfig, values)
+}
+
+// installChartFrom installs chart (a folder or oci://...; helm install's
+// flags in args) as the README says (helm install into kube-system), with
+// the cloud-config given, pod routes on and the values in more; it
+// uninstalls it when the test ends, waits for the release's pods to stop
+// (the CCM hands its Lease over and closes its sessions), and removes what
+// the release leaves (the Lease).
+func installChartFrom(t *testing.T, chart string, args []string, cloudConfig string, more map[string]any) {
+	t.Helper()
 	values := map[string]any{
-		"image":       map[string]any{"repository": repo, "tag": images.Tag, "pullPolicy": "Never"},
 		"cloudConfig": cloudConfig,
 		// Pod routes need the cluster's CIDRs; KCM allocates the nodes'
 		// pod CIDRs. The short periods keep the test fast.
@@ -286,7 +300,7 @@ func installChart(t *testing.T, ref, cloudConfig string, more map[string]any) {
 	t.Cleanup(uninstallChart(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out, err := cp.Helm(ctx, "install", chartRelease, framework.ChartDir(), "--namespace", chartNamespace, "-f", file)
+	out, err := cp.Helm(ctx, append([]string{"install", chartRelease, chart, "--namespace", chartNamespace, "-f", file}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

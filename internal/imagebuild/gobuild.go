@@ -1,4 +1,4 @@
-package images
+package imagebuild
 
 import (
 	"context"
@@ -9,14 +9,16 @@ import (
 	"syscall"
 )
 
-// goBuild builds the main package pkg into a static Linux binary at out.
+// GoBuild builds the main package pkg into a static Linux binary for arch at
+// out, running go build in dir ("" is the current directory). ldflags are
+// more linker flags (such as -X of a version), "" for none.
 //
 // CGO_ENABLED=0 because the image has no libc. -trimpath and -buildvcs=false
 // keep build paths and the commit out of the binary, so a build gives the same
-// bytes wherever and whenever it runs, and the image the same digest. -s -w as
-// in the Dockerfile: the images never need symbols.
-func goBuild(ctx context.Context, dir, arch, pkg, out string) error {
-	args := []string{"build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", out, pkg}
+// bytes wherever and whenever it runs, and the image the same digest. -s -w:
+// the images never need symbols.
+func GoBuild(ctx context.Context, dir, arch, pkg, out, ldflags string) error {
+	args := []string{"build", "-trimpath", "-buildvcs=false", "-ldflags=" + strings.TrimSpace("-s -w "+ldflags), "-o", out, pkg}
 	cmd := exec.CommandContext(ctx, "go", args...) //nolint:gosec // the go command with this package's own flags
 	cmd.Dir = dir
 	// Later entries win: these override the caller's environment.
