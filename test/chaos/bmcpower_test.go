@@ -73,9 +73,11 @@ type bmcLab struct {
 // on (a reload): kube-proxy frozen on machines that stay on gets no taint,
 // and a power-off under a request loop to a Cluster Service with a pod on
 // every node gives how long requests failed and how soon the pod ran
-// elsewhere.
+// elsewhere. Fencing is on all along (a machine its BMC says is Off, or
+// whose BMC does not answer, is never fenced); last, a frozen kubelet on
+// a machine that stays On is fenced through its BMC (fenced_test.go).
 func TestChaosBMCPowerOff(t *testing.T) {
-	rows := []string{bmcPowerOffFault, bmcUnreachableFault, fastServiceFault, fastMoveFault}
+	rows := []string{bmcPowerOffFault, bmcUnreachableFault, fastServiceFault, fastMoveFault, fencedFault}
 	needLabOrRecord(t, rows...)
 	if err := errors.Join(framework.RealNodesAvailable(), framework.BMCAvailable()); err != nil {
 		for _, f := range rows {
@@ -98,6 +100,10 @@ func TestChaosBMCPowerOff(t *testing.T) {
 		result{fault: fastMoveFault, scale: fastScale, requests: -1, duplicates: -1, changed: -1}, prof.bmcPowerOffs)
 	record(svc)
 	record(move)
+	if t.Failed() {
+		return
+	}
+	record(bl.fenced(t, result{fault: fencedFault, scale: "3 real nodes, each with an ipmi_sim BMC; one-replica StatefulSet; fencing after 10s, maxNodes 1", requests: -1, duplicates: -1, changed: -1}, prof.bmcPowerOffs))
 }
 
 // startBMCLab starts the power lab, the machines and their BMCs, the CCM
@@ -147,8 +153,9 @@ func (bl *bmcLab) writeConfig(fastPath bool, confirmFor time.Duration) error {
     source: ipmi
     settings: {timeout: %s, cacheAge: 1s}
     outOfService: {enabled: true, confirmFor: %s, fastPath: %t}
+    fencing: {enabled: true, after: %s, maxNodes: 1}
   inventory:
-%s`, bmcTimeout, confirmFor, fastPath, bl.inventory)
+%s`, bmcTimeout, confirmFor, fastPath, fenceAfter, bl.inventory)
 	tmp := bl.cfgPath + ".tmp"
 	if err := os.WriteFile(tmp, []byte(cfg), 0o600); err != nil {
 		return fmt.Errorf("write config: %w", err)
