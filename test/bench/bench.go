@@ -155,7 +155,7 @@ func Profile(name string) (Options, error) {
 		o.HealthNodes, o.HealthIdle = 20, 3*time.Second
 		o.AgentNodes, o.AgentServices, o.AgentIdle = 20, 40, 3*time.Second
 		o.TorChanges = 2
-		o.PowerNodes, o.PowerIdle = 200, 3*time.Second
+		o.PowerNodes, o.PowerIdle = 100, 2*time.Second
 		// Not in `make test`: the agent's figure needs its full size.
 		o.Skip = []string{ScenarioL2Agent}
 		o.L2AgentNodes, o.L2AgentServices, o.L2AgentIdle = 3, 40, 3*time.Second
