@@ -26,6 +26,7 @@ const (
 	ScenarioAgent     = "agent"
 	ScenarioTor       = "tor"
 	ScenarioL2Agent   = "l2agent"
+	ScenarioPower     = "power"
 	ScenarioJoin      = "join"
 	ScenarioLB        = "lb"
 	ScenarioChurn     = "churn"
@@ -34,7 +35,7 @@ const (
 )
 
 // AllScenarios lists every scenario in run order.
-var AllScenarios = []string{ScenarioHealth, ScenarioAgent, ScenarioTor, ScenarioL2Agent, ScenarioJoin, ScenarioLB, ScenarioChurn, ScenarioEndpoints, ScenarioSteady}
+var AllScenarios = []string{ScenarioHealth, ScenarioAgent, ScenarioTor, ScenarioL2Agent, ScenarioPower, ScenarioJoin, ScenarioLB, ScenarioChurn, ScenarioEndpoints, ScenarioSteady}
 
 // Sizes the goals are stated for; a smaller run marks its goals "scaled".
 const (
@@ -102,6 +103,11 @@ type Options struct {
 	// scenario, and L2AgentIdle how long its agent is watched.
 	L2AgentNodes, L2AgentServices int
 	L2AgentIdle                   time.Duration
+	// PowerNodes is the size of the power-state scenario (a tenth of them
+	// NotReady), and PowerIdle how long each of its three phases is
+	// watched.
+	PowerNodes int
+	PowerIdle  time.Duration
 
 	// Timeout bounds each wait for the CCM.
 	Timeout time.Duration
@@ -133,6 +139,7 @@ func Profile(name string) (Options, error) {
 		HealthNodes: 1000, HealthIdle: time.Minute,
 		AgentNodes: goalAgentNodes, AgentServices: goalAgentServices, AgentIdle: time.Minute, TorChanges: goalTorChanges,
 		L2AgentNodes: defaultL2AgentNodes, L2AgentServices: goalL2AgentServices, L2AgentIdle: time.Minute,
+		PowerNodes: 1000, PowerIdle: 30 * time.Second,
 		Timeout: 5 * time.Minute, ClientQPS: 100, ClientBurst: 200, Workers: 10,
 		PprofSeconds: 20,
 	}
@@ -140,6 +147,7 @@ func Profile(name string) (Options, error) {
 	case "default":
 	case "full":
 		o.JoinNodes, o.SteadyNodes, o.SteadyServices = 5000, 5000, 10000
+		o.PowerNodes, o.PowerIdle = goalPowerNodes, time.Minute
 		o.Timeout = 15 * time.Minute
 	case "smoke":
 		o.JoinNodes, o.LBServices, o.LocalServices = 30, 30, 10
@@ -147,6 +155,7 @@ func Profile(name string) (Options, error) {
 		o.HealthNodes, o.HealthIdle = 20, 3*time.Second
 		o.AgentNodes, o.AgentServices, o.AgentIdle = 20, 40, 3*time.Second
 		o.TorChanges = 2
+		o.PowerNodes, o.PowerIdle = 100, 2*time.Second
 		// Not in `make test`: the agent's figure needs its full size.
 		o.Skip = []string{ScenarioL2Agent}
 		o.L2AgentNodes, o.L2AgentServices, o.L2AgentIdle = 3, 40, 3*time.Second
@@ -181,6 +190,7 @@ func (o *Options) validate() error {
 		{"agent nodes", o.AgentNodes, maxAgentNodes}, {"agent Services", o.AgentServices, maxServices},
 		{"ToR changes", o.TorChanges, maxTorChanges},
 		{"L2 agent nodes", o.L2AgentNodes, maxL2AgentNodes}, {"L2 agent Services", o.L2AgentServices, maxL2AgentServices},
+		{"power nodes", o.PowerNodes, maxPowerNodes},
 	} {
 		if n.v < 1 || n.v > n.max {
 			errs = append(errs, fmt.Errorf("%s: %d out of range 1..%d", n.name, n.v, n.max))
@@ -189,7 +199,7 @@ func (o *Options) validate() error {
 	if o.LBServices+o.LocalServices > o.SteadyServices {
 		o.SteadyServices = o.LBServices + o.LocalServices
 	}
-	if o.ClientQPS <= 0 || o.ClientBurst < 1 || o.Workers < 1 || o.Timeout <= 0 || o.SteadyIdle <= 0 || o.HealthIdle <= 0 || o.AgentIdle <= 0 || o.L2AgentIdle <= 0 {
+	if o.ClientQPS <= 0 || o.ClientBurst < 1 || o.Workers < 1 || o.Timeout <= 0 || o.SteadyIdle <= 0 || o.HealthIdle <= 0 || o.AgentIdle <= 0 || o.L2AgentIdle <= 0 || o.PowerIdle <= 0 {
 		errs = append(errs, errors.New("client QPS, burst, workers, timeout and idle times must be positive"))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -232,6 +242,8 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		{ScenarioTor, "0c. Address to every ToR", map[string]int{"nodes": 4, "changes": o.TorChanges}, e.torRoutes},
 		{ScenarioL2Agent, "0d. Node agent with L2", map[string]int{"nodes": o.L2AgentNodes, "services": o.L2AgentServices,
 			"idleSeconds": int(o.L2AgentIdle.Seconds())}, e.l2Agent},
+		{ScenarioPower, "0e. Power-state source", map[string]int{"nodes": o.PowerNodes, "notReady": max(1, o.PowerNodes/10),
+			"idleSeconds": int(o.PowerIdle.Seconds())}, e.powerSource},
 		{ScenarioJoin, "1. Node-join storm", map[string]int{"nodes": o.JoinNodes}, e.joinStorm},
 		{ScenarioLB, "2. LoadBalancer storm", map[string]int{"services": o.LBServices, "labNodes": labNodes}, e.lbStorm},
 		{ScenarioChurn, "3. Node churn under load", map[string]int{"services": o.LBServices, "labNodes": labNodes}, e.nodeChurn},
@@ -255,7 +267,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		}
 		e.log.Info("Scenario", "title", st.title, "size", st.size)
 		stopProfile := func() {}
-		if !slices.Contains([]string{ScenarioSteady, ScenarioHealth, ScenarioAgent, ScenarioTor, ScenarioL2Agent}, st.id) { // profiled while idle, or not the CCM's figures
+		if !slices.Contains([]string{ScenarioSteady, ScenarioHealth, ScenarioAgent, ScenarioTor, ScenarioL2Agent, ScenarioPower}, st.id) { // profiled while idle, or not the CCM's figures
 			stopProfile = e.profileCPU(ctx, st.id, o.PprofSeconds)
 		}
 		if err := st.run(ctx, s); err != nil {

@@ -64,6 +64,10 @@ type env struct {
 	localKeys []string // the endpoint churn's Services
 	floors    floors   // of the storms, measured before the CCM starts
 	floorSeq  int
+	// cfgPath and cfgBody are the CCM's cloud-config file and what the run
+	// wrote there: a scenario that reloads another config (power) writes
+	// this one back after.
+	cfgPath, cfgBody string
 }
 
 // start brings up the control plane, the router (when asked for and
@@ -199,11 +203,11 @@ bgp:
 healthChecks:
   enabled: false
 `, lbPool, netlab.DefaultSpeakerASN, netlab.SpeakerAddr(netlab.IPv4, 0), peer, port, netlab.DefaultRouterASN, local)
-	path := filepath.Join(e.o.Dir, "cloud-config.yaml")
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+	e.cfgPath, e.cfgBody = filepath.Join(e.o.Dir, "cloud-config.yaml"), body
+	if err := os.WriteFile(e.cfgPath, []byte(body), 0o600); err != nil {
 		return "", fmt.Errorf("bench: write cloud-config: %w", err)
 	}
-	return path, nil
+	return e.cfgPath, nil
 }
 
 // startCCM starts the replica, ours or BENCH_CCM_CMD's, with the same flags.

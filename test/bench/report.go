@@ -37,7 +37,7 @@ type Machine struct {
 
 // Scenario is the outcome of one scenario.
 type Scenario struct {
-	// ID is the stable name: health, agent, tor, l2agent, join, lb, churn,
+	// ID is the stable name: health, agent, tor, l2agent, power, join, lb, churn,
 	// endpoints or steady.
 	ID string `json:"id"`
 	// Title is the human name.

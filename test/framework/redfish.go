@@ -50,7 +50,8 @@ type RedfishBMC struct {
 	Systems []RedfishSystem
 
 	server  *httptest.Server
-	stop    chan struct{} // closed at the end: hanging answers end
+	extra   []*http.Server // ServeOn's, closed with the BMC
+	stop    chan struct{}  // closed at the end: hanging answers end
 	machine func(systemID string, on bool)
 
 	mu        sync.Mutex
@@ -95,25 +96,36 @@ type RedfishFaults struct {
 // on, and stops it at the end of the test.
 func StartRedfishBMC(t testing.TB, name string, o RedfishOptions) *RedfishBMC {
 	t.Helper()
-	ca, err := newTestCA("redfish CA " + name)
+	b, err := NewRedfishBMC(t.TempDir(), name, o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return b
+}
+
+// NewRedfishBMC starts a Redfish BMC, its systems powered on, with its CA
+// certificate and credentials written to files in dir; Close stops it. It
+// is StartRedfishBMC for a harness that is not a test (the benchmarks).
+func NewRedfishBMC(dir, name string, o RedfishOptions) (*RedfishBMC, error) {
+	ca, err := newTestCA("redfish CA " + name)
+	if err != nil {
+		return nil, err
 	}
 	cert, err := ca.serving()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	dir := t.TempDir()
 	b := &RedfishBMC{User: "admin", Password: "redfish-" + name, CAFile: filepath.Join(dir, "ca.pem"),
 		UserFile: filepath.Join(dir, "user"), PasswordFile: filepath.Join(dir, "password"),
 		stop: make(chan struct{}), machine: o.Machine, sessions: map[string]string{}}
 	for p, content := range map[string][]byte{b.CAFile: ca.pem, b.UserFile: []byte(b.User + "\n"), b.PasswordFile: []byte(b.Password + "\n")} {
 		if err := os.WriteFile(p, content, 0o600); err != nil {
-			t.Fatal(err)
+			return nil, fmt.Errorf("redfish BMC %s: %w", name, err)
 		}
 	}
 	if err := b.load(max(o.Systems, 1)); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	b.server = httptest.NewUnstartedServer(b)
 	// Clients that refuse the certificate are what some tests want.
@@ -121,11 +133,20 @@ func StartRedfishBMC(t testing.TB, name string, o RedfishOptions) *RedfishBMC {
 	b.server.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	b.server.StartTLS()
 	b.Endpoint = b.server.URL
-	t.Cleanup(func() {
-		close(b.stop)
-		b.server.Close()
-	})
-	return b
+	return b, nil
+}
+
+// Close stops the BMC, on every endpoint: hanging answers end.
+func (b *RedfishBMC) Close() {
+	b.mu.Lock()
+	extra := b.extra
+	b.extra = nil
+	b.mu.Unlock()
+	close(b.stop)
+	b.server.Close()
+	for _, srv := range extra {
+		_ = srv.Close()
+	}
 }
 
 // load reads the mockup's resources and makes the systems.

@@ -69,6 +69,8 @@ func run() error {
 	l2AgentNodes := flag.Int("l2agent-nodes", def.L2AgentNodes, "scenario 0d: Ready nodes, the node agent's the only L2 one among them (at most 255)")
 	l2AgentServices := flag.Int("l2agent-services", def.L2AgentServices, "scenario 0d: LoadBalancer Services, each an L2 address the node agent answers for (at most 500)")
 	l2AgentIdle := flag.Duration("l2agent-idle", def.L2AgentIdle, "scenario 0d: how long to watch the idle node agent")
+	powerNodes := flag.Int("power-nodes", def.PowerNodes, "scenario 0e: nodes with a Redfish BMC, a tenth of them NotReady (5000 in -profile full)")
+	powerIdle := flag.Duration("power-idle", def.PowerIdle, "scenario 0e: how long to watch each phase (source none, redfish, BMCs timing out)")
 	torFRR := flag.Bool("tor-frr", false, "scenario 0c: ToR 1 runs FRR (ToR 0 BIRD)")
 	timeout := flag.Duration("timeout", def.Timeout, "bound of each wait for the CCM")
 	qps := flag.Float64("kube-api-qps", float64(def.ClientQPS), "the CCM's --kube-api-qps, used by the floor's client")
@@ -94,6 +96,7 @@ func run() error {
 		"l2agent-nodes": func() { o.L2AgentNodes = *l2AgentNodes }, "l2agent-services": func() { o.L2AgentServices = *l2AgentServices },
 		"l2agent-idle": func() { o.L2AgentIdle = *l2AgentIdle }, "timeout": func() { o.Timeout = *timeout },
 		"pprof-seconds": func() { o.PprofSeconds = *pprofSeconds },
+		"power-nodes":   func() { o.PowerNodes = *powerNodes }, "power-idle": func() { o.PowerIdle = *powerIdle },
 	}
 	flag.Visit(func(f *flag.Flag) {
 		if set, ok := sizes[f.Name]; ok {
