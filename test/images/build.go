@@ -39,10 +39,12 @@ type Options struct {
 	Extra []Extra
 }
 
-// Extra is one more binary of an image: Package built to Binary.
+// Extra is one more binary of an image: Package built to Binary, with
+// extended attributes Xattrs (such as imagebuild.CapNetRawPermitted).
 type Extra struct {
 	Package string
 	Binary  string
+	Xattrs  map[string]string
 }
 
 // Result is what Build wrote.
@@ -71,7 +73,9 @@ func Echo(out string) Options {
 func CCM(out string) Options {
 	const name, agent = "metal-cloud-controller-manager", "metal-node-agent"
 	return Options{Package: Module + "/cmd/" + name, Ref: Ref(name), Binary: "/usr/local/bin/" + name, Out: out,
-		Extra: []Extra{{Package: Module + "/cmd/" + agent, Binary: "/usr/local/bin/" + agent}}}
+		// The agent holds CAP_NET_RAW as a permitted file capability, as in
+		// the release image (hack/image), for L2 pools.
+		Extra: []Extra{{Package: Module + "/cmd/" + agent, Binary: "/usr/local/bin/" + agent, Xattrs: imagebuild.CapNetRawPermitted()}}}
 }
 
 // BuildCCM builds the cloud controller manager's image into out.
@@ -106,7 +110,7 @@ func buildImage(ctx context.Context, opts Options) (Result, error) {
 	defer os.RemoveAll(tmp)
 	bins := []imagebuild.Binary{{Package: opts.Package, Path: opts.Binary}}
 	for _, e := range opts.Extra {
-		bins = append(bins, imagebuild.Binary{Package: e.Package, Path: e.Binary})
+		bins = append(bins, imagebuild.Binary{Package: e.Package, Path: e.Binary, Xattrs: e.Xattrs})
 	}
 	img, err := imagebuild.Build(ctx, opts.Dir, tmp, "", bins, imagebuild.Config{
 		Arch: arch, Created: imagebuild.Epoch, CreatedBy: "go build " + opts.Package,
