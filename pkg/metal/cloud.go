@@ -80,6 +80,8 @@ type state struct {
 	cfg   *config.CloudConfig
 	nodes *nodeIndex
 	power powerstate.Source
+	// memo asks power and remembers its answers (InstanceShutdown).
+	memo  *powerMemo
 	pools []*ipam.Pool
 }
 
@@ -114,7 +116,7 @@ func newState(cfg *config.CloudConfig, env powerstate.Env) (*state, error) {
 		return nil, field.Invalid(field.NewPath("nodes", "powerState", "fencing", "enabled"), true,
 			fmt.Sprintf("power-state source %s cannot power machines off: fencing needs one that can (ipmi, redfish)", ps.Source))
 	}
-	return &state{cfg: cfg, nodes: nodes, power: power, pools: buildPools(cfg.LoadBalancer.Pools)}, nil
+	return &state{cfg: cfg, nodes: nodes, power: power, memo: newPowerMemo(env.Ctx(), power), pools: buildPools(cfg.LoadBalancer.Pools)}, nil
 }
 
 // buildPools turns the config's pools, parsed by its validation, into the

@@ -66,5 +66,10 @@ func (c *Cloud) powerOff(ctx context.Context, node *v1.Node) error {
 	if entry, ok := st.nodes.machineFor(node); ok {
 		m.ID, m.Settings = entry.ID, entry.PowerState
 	}
-	return f.PowerOff(ctx, m)
+	if err := f.PowerOff(ctx, m); err != nil {
+		return err
+	}
+	// The last answer said On: the next question asks the BMC again.
+	st.memo.forget(node.Name)
+	return nil
 }

@@ -69,8 +69,8 @@ func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, erro
 	if entry, ok := st.nodes.machineFor(node); ok {
 		m.ID, m.Settings = entry.ID, entry.PowerState
 	}
-	off, err := st.power.Shutdown(ctx, m)
-	if st.cfg.Nodes.PowerState.Source != powerstate.None {
+	off, err := st.memo.Shutdown(ctx, m)
+	if st.cfg.Nodes.PowerState.Source != powerstate.None && !errors.Is(err, ErrAnswerPending) {
 		// Only Off is evidence of a shutdown: an error is never one.
 		c.powerEvent(node, st.cfg.Nodes.PowerState.Source, off && err == nil, err, time.Now())
 	}

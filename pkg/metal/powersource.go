@@ -41,7 +41,7 @@ func (c *Cloud) startPowerSource(ctx context.Context, clientBuilder cloudprovide
 		return
 	}
 	st := *old
-	st.power = power
+	st.power, st.memo = power, newPowerMemo(env.Ctx(), power)
 	c.state.Store(&st)
 	if err := old.power.Close(); err != nil {
 		logger.Error(err, "Cannot close the replaced power-state source")

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/dynamic"
@@ -47,6 +48,13 @@ type Source interface {
 // find; anything it cannot tell is an error, and the machine then exists.
 type Existence interface {
 	Exists(ctx context.Context, m Machine) (bool, error)
+}
+
+// Cached is what a source implements when it reuses a BMC's answer for a
+// while (its cacheAge setting): the provider asks it no more often than
+// that about one machine.
+type Cached interface {
+	CacheAge() time.Duration
 }
 
 // Env is what the provider gives a source besides its settings.

@@ -238,3 +238,6 @@ func session(ctx context.Context, b bmc, timeout time.Duration, do func(context.
 		return fmt.Errorf("%w: %w", ErrNoAnswer, ctx.Err())
 	}
 }
+
+// CacheAge is how long an answer is reused (settings.cacheAge).
+func (s *Source) CacheAge() time.Duration { return s.cfg.cacheAge }

@@ -227,3 +227,6 @@ func (s *Source) Close() error {
 	wg.Wait()
 	return nil
 }
+
+// CacheAge is how long an answer is reused (settings.cacheAge).
+func (s *Source) CacheAge() time.Duration { return s.cfg.cacheAge }
