@@ -23,6 +23,9 @@ const (
 	ReasonNotApproved = "KubeletServingNotApproved"
 )
 
+// ConditionReason is the reason of the Approved condition the approver sets.
+const ConditionReason = "MetalCCMApproved"
+
 // recheck is how often pending requests are looked at again (a node that
 // was not initialized yet may be now).
 const recheck = 10 * time.Second
@@ -102,7 +105,7 @@ func (a *Approver) Sync(ctx context.Context) {
 func (a *Approver) approve(ctx context.Context, csr *certv1.CertificateSigningRequest) error {
 	csr = csr.DeepCopy()
 	csr.Status.Conditions = append(csr.Status.Conditions, certv1.CertificateSigningRequestCondition{
-		Type: certv1.CertificateApproved, Status: v1.ConditionTrue, Reason: "MetalCCMApproved",
+		Type: certv1.CertificateApproved, Status: v1.ConditionTrue, Reason: ConditionReason,
 		Message:        "the node's own request, for names and addresses the cloud provider knows for it",
 		LastUpdateTime: metav1.Now(),
 	})

@@ -2,15 +2,11 @@ package framework
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -62,7 +58,12 @@ type ControlPlane struct {
 	KCM, Scheduler  *Process
 	adminToken      string
 	caFile          string
-	etcdURL         string
+	// clientCA signs the real nodes' client certificates (NodeIdentity) and
+	// the kubelets' serving certificates (kube-controller-manager's
+	// kubernetes.io/kubelet-serving signer), as one cluster CA does in
+	// kubeadm's clusters.
+	clientCA, clientCAKey string
+	etcdURL               string
 }
 
 // StartControlPlane starts etcd and kube-apiserver (RBAC on) on 127.0.0.1 and
@@ -145,10 +146,11 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	clientCA, err := writeClientCA(pki)
+	clientCA, clientCAKey, err := writeClientCA(pki)
 	if err != nil {
 		return err
 	}
+	cp.clientCA, cp.clientCAKey = clientCA, clientCAKey
 	cp.adminToken, err = randomToken()
 	if err != nil {
 		return err
@@ -223,6 +225,10 @@ func (cp *ControlPlane) StartKCM(ctx context.Context, o Options) error {
 			"--service-cluster-ip-range", o.ServiceCIDR,
 			"--service-account-private-key-file", filepath.Join(cp.Dir, "pki", "sa.key"),
 			"--root-ca-file", cp.caFile,
+			// An approved kubelet serving request gets its certificate;
+			// no other signer is configured.
+			"--cluster-signing-kubelet-serving-cert-file", cp.clientCA,
+			"--cluster-signing-kubelet-serving-key-file", cp.clientCAKey,
 			"--leader-elect=false"}, controllers...)...)
 	if err != nil {
 		return err
@@ -334,33 +340,27 @@ func writeServiceAccountKey(dir string) (keyFile, pubFile string, err error) {
 	return keyFile, pubFile, nil
 }
 
-// writeClientCA writes a CA certificate for --client-ca-file. No client
-// certificate is issued from it; it makes kube-apiserver publish the
-// extension-apiserver-authentication ConfigMap that delegated authentication
-// reads, as a real cluster's does.
-func writeClientCA(dir string) (string, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// writeClientCA writes a CA certificate for --client-ca-file and its key.
+// It makes kube-apiserver publish the extension-apiserver-authentication
+// ConfigMap that delegated authentication reads, as a real cluster's does,
+// and signs the certificates of real nodes that run as themselves.
+func writeClientCA(dir string) (certFile, keyFile string, err error) {
+	ca, err := newTestCA("metal-ccm-test-client-ca")
 	if err != nil {
-		return "", fmt.Errorf("generate client CA: %w", err)
+		return "", "", fmt.Errorf("client CA: %w", err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "metal-ccm-test-client-ca"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	keyDER, err := x509.MarshalECPrivateKey(ca.key)
 	if err != nil {
-		return "", fmt.Errorf("generate client CA: %w", err)
+		return "", "", fmt.Errorf("marshal client CA key: %w", err)
 	}
-	path := filepath.Join(dir, "client-ca.crt")
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		return "", fmt.Errorf("write client CA: %w", err)
+	certFile, keyFile = filepath.Join(dir, "client-ca.crt"), filepath.Join(dir, "client-ca.key")
+	if err := os.WriteFile(certFile, ca.pem, 0o600); err != nil {
+		return "", "", fmt.Errorf("write client CA: %w", err)
 	}
-	return path, nil
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		return "", "", fmt.Errorf("write client CA key: %w", err)
+	}
+	return certFile, keyFile, nil
 }
 
 func randomToken() (string, error) {

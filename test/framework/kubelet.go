@@ -22,11 +22,16 @@ import (
 // API allows everything on the node's namespace only. Eviction thresholds
 // are low: the machine's disk and memory are shared with other tests. The
 // node Lease is short (renewed every quarter of it), so that a killed kubelet
-// turns its node NotReady within seconds (NodeMonitorGracePeriod).
+// turns its node NotReady within seconds (NodeMonitorGracePeriod). With
+// NodeIdentity the kubelet asks for its serving certificate instead of
+// signing one itself.
 func kubeletConfig(n *RealNode, o RealNodeOptions) string {
-	podCIDR := ""
+	extra := ""
 	if len(o.PodCIDRs) > 0 {
-		podCIDR = fmt.Sprintf("podCIDR: %q\n", strings.Join(o.PodCIDRs, ","))
+		extra = fmt.Sprintf("podCIDR: %q\n", strings.Join(o.PodCIDRs, ","))
+	}
+	if o.NodeIdentity {
+		extra += "serverTLSBootstrap: true\n"
 	}
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -63,7 +68,7 @@ localStorageCapacityIsolation: false
 maxPods: 20
 podLogsDir: %[5]q
 nodeLeaseDurationSeconds: %[6]d
-`, n.cgroupRoot, "unix://"+containerdSocket(n.Dir), podCIDR, o.NodeIPs[0],
+`, n.cgroupRoot, "unix://"+containerdSocket(n.Dir), extra, o.NodeIPs[0],
 		n.PodLogsDir(), NodeLeaseDurationSeconds)
 }
 
@@ -114,6 +119,7 @@ func (n *RealNode) startKubelet(ctx context.Context, o RealNodeOptions, kubeconf
 	if err := os.MkdirAll(root, 0o750); err != nil {
 		return fmt.Errorf("real node: %w", err)
 	}
+	n.KubeletStarted = time.Now()
 	n.Kubelet, err = n.startInNetNS("kubelet", bin,
 		"--config", cfg, "--kubeconfig", kubeconfig,
 		"--root-dir", root, "--cert-dir", filepath.Join(root, "pki"),

@@ -52,6 +52,14 @@ type RealNodeOptions struct {
 	Registries []string
 	// NoKubeProxy leaves kube-proxy out.
 	NoKubeProxy bool
+	// NodeIdentity runs the kubelet as the node itself, system:node:NAME in
+	// the group system:nodes (a client certificate signed by the API
+	// server's client CA, through the same relay), with serverTLSBootstrap:
+	// the kubelet asks for its serving certificate (signer
+	// kubernetes.io/kubelet-serving) for its node's addresses. The test
+	// gives the group its rights (BindNodeRole). Without it the kubelet uses
+	// the admin's token and serves a self-signed certificate.
+	NodeIdentity bool
 }
 
 // RealNode is a running real node. Its processes are stopped by PID.
@@ -64,8 +72,9 @@ type RealNode struct {
 	// and logs.
 	Dir                            string
 	Containerd, Kubelet, KubeProxy *Process
-	// Started is when StartRealNode began.
-	Started time.Time
+	// Started is when StartRealNode began; KubeletStarted, when the
+	// kubelet was started.
+	Started, KubeletStarted time.Time
 
 	cgroupRoot string   // the kubelet's cgroupRoot, e.g. /mccm-node0-1a2b3c
 	cgroupDirs []string // cgroupRoot in every hierarchy (made by the node in the v1 ones)
@@ -182,7 +191,14 @@ func (cp *ControlPlane) startRealNode(ctx context.Context, o RealNodeOptions) (n
 	if err := n.startContainerd(ctx, o); err != nil {
 		return n, err
 	}
-	if err := n.startKubelet(ctx, o, kubeconfig); err != nil {
+	kubeletKubeconfig := kubeconfig
+	if o.NodeIdentity {
+		kubeletKubeconfig = n.KubeletKubeconfig()
+		if err := cp.writeNodeKubeconfig(kubeletKubeconfig, n.Name, n.relay.port); err != nil {
+			return n, err
+		}
+	}
+	if err := n.startKubelet(ctx, o, kubeletKubeconfig); err != nil {
 		return n, fmt.Errorf("real node %s: kubelet: %w", n.Name, err)
 	}
 	if !o.NoKubeProxy {
@@ -248,7 +264,7 @@ func (n *RealNode) processes() []*Process {
 // address of the node's namespace (RelayAPIServer). The node's daemons use
 // 127.0.0.1; pods reach it through the kubernetes Service
 // (ServeKubernetesService). It returns the node's kubeconfig: the admin's
-// token (the kubelet's own credentials are not what the tests are about).
+// token (a kubelet with NodeIdentity uses its own, KubeletKubeconfig).
 func (n *RealNode) relayAPIServer(cp *ControlPlane) (string, error) {
 	r, err := cp.RelayAPIServer(n.NetNS)
 	if err != nil {
@@ -472,6 +488,10 @@ func releaseRunDirs() {
 // Kubeconfig is the node's kubeconfig (the admin's token, at the node's API
 // relay), for other clients in the node's namespace.
 func (n *RealNode) Kubeconfig() string { return filepath.Join(n.Dir, "kubeconfig") }
+
+// KubeletKubeconfig is the kubelet's kubeconfig with NodeIdentity: the
+// node's own client certificate, at the node's API relay.
+func (n *RealNode) KubeletKubeconfig() string { return filepath.Join(n.Dir, "kubelet-kubeconfig") }
 
 // WriteKubeconfig writes a kubeconfig for a client in the node's namespace:
 // the node's API relay, the given user and token.

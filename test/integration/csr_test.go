@@ -10,7 +10,6 @@ import (
 	"time"
 
 	certv1 "k8s.io/api/certificates/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -36,15 +35,7 @@ func TestKubeletServingCSRs(t *testing.T) {
 `)
 	// The nodes may create requests, as the default binding of a cluster
 	// with the Node authorizer lets them.
-	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "test-nodes-create-csrs"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:node"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:nodes"}}}
-	if _, err := client.RbacV1().ClusterRoleBindings().Create(t.Context(), crb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = client.RbacV1().ClusterRoleBindings().Delete(t.Context(), crb.Name, metav1.DeleteOptions{})
-	})
+	framework.BindNodeRole(t, client, "test-nodes-create-csrs")
 	startCCM(t, framework.CCMOptions{CloudConfig: cfg})
 	registerNode(t, "csr-a", true, "198.18.3.20")
 	registerNode(t, "csr-b", true, "198.18.3.21")
