@@ -32,6 +32,7 @@ type statusSource struct {
 	// Set by Services, once per round.
 	cfg    *config.CloudConfig
 	byAddr map[netip.Addr]string // next hop -> node name
+	nodes  []*v1.Node            // for why no node is eligible
 }
 
 func (c *Cloud) newStatusSource() *statusSource {
@@ -57,6 +58,11 @@ func (s *statusSource) run(ctx context.Context) { s.c.replica.WatchChanges(ctx, 
 func (s *statusSource) Services() ([]*v1.Service, error) {
 	s.cfg = s.c.state.Load().cfg
 	s.byAddr = s.c.replica.NodeNames()
+	s.nodes = nil
+	if s.c.nodes != nil {
+		// Without the list, a condition says no eligible node, not why.
+		s.nodes, _ = s.c.nodes.List(labels.Everything())
+	}
 	list, err := s.c.lb.services.List(labels.Everything())
 	if err != nil {
 		return nil, err
@@ -87,6 +93,9 @@ func (s *statusSource) State(svc *v1.Service) svcstatus.State {
 			}
 			a, ok := s.c.replica.Announcement(p, addr, s.byAddr)
 			st.Known = st.Known && ok
+			if st.NoNodeWhy == "" && s.nodes != nil && a.Reason() == svcstatus.ReasonNoEligibleNode {
+				st.NoNodeWhy = noNodeWhy(s.nodes, s.cfg, svc, &a)
+			}
 			st.Announcements = append(st.Announcements, a)
 		}
 	}

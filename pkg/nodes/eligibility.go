@@ -79,9 +79,6 @@ func NotToBeDeleted(node *v1.Node) bool {
 	return !hasTaint(node, ToBeDeletedTaint)
 }
 
-// loadBalancerTraffic are the predicates of CarriesLoadBalancerTraffic.
-var loadBalancerTraffic = []Predicate{Ready, Initialized, NotDeleting, Included, NotToBeDeleted}
-
 // CarriesLoadBalancerTraffic: the node may receive the traffic of
 // LoadBalancer addresses. It is upstream's node set for load balancers
 // (nodeNotDeletedPredicate, nodeIncludedPredicate, nodeUnTaintedPredicate)
@@ -89,7 +86,12 @@ var loadBalancerTraffic = []Predicate{Ready, Initialized, NotDeleting, Included,
 // balancer's health checks, and a BGP next hop has none, so a node that is
 // not ready, or whose addresses are not yet known, must not be one.
 func CarriesLoadBalancerTraffic(node *v1.Node) bool {
-	return All(node, loadBalancerTraffic...)
+	for _, p := range LoadBalancerTraffic {
+		if !p.Pred(node) {
+			return false
+		}
+	}
+	return true
 }
 
 func hasTaint(node *v1.Node, key string) bool {

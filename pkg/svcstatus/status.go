@@ -159,6 +159,10 @@ type State struct {
 	// not synced yet: the Announced condition is then left as it is.
 	Announcements []Announcement
 	Known         bool
+	// NoNodeWhy says why no node is eligible (nodes.Why), for the
+	// Announced condition's message when its reason is
+	// ReasonNoEligibleNode; empty: not known.
+	NoNodeWhy string
 }
 
 // Summary is the annotation's value: each announcement, separated by "; ".
@@ -213,6 +217,9 @@ func (s *State) Conditions() []metav1.Condition {
 	for i := range s.Announcements {
 		if r := s.Announcements[i].Reason(); r != ReasonAnnounced {
 			ann.Status, ann.Reason = metav1.ConditionFalse, r
+			if r == ReasonNoEligibleNode && s.NoNodeWhy != "" {
+				ann.Message = s.NoNodeWhy + "; " + ann.Message
+			}
 			break
 		}
 	}

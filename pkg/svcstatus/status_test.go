@@ -128,3 +128,51 @@ func TestMerge(t *testing.T) {
 		t.Errorf("message of %d bytes kept %d", len(long), len(cut[0].Message))
 	}
 }
+
+func TestNoEligibleNodeMessage(t *testing.T) {
+	none := Announcement{Addr: v4, Protocol: BGP, Peers: []string{"r1"}, PeersUp: []string{"r1"}}
+	up := Announcement{Addr: v4, Protocol: BGP, Nodes: []string{"n1"}, Peers: []string{"r1"}, PeersUp: []string{"r1"}}
+	why := "no eligible node among 3 nodes: 3 labelled node.kubernetes.io/exclude-from-external-load-balancers"
+	for _, tc := range []struct {
+		name string
+		st   State
+		want string
+	}{
+		{"why first", State{Addresses: []netip.Addr{v4}, Announcements: []Announcement{none}, Known: true, NoNodeWhy: why},
+			why + "; 198.18.100.1 BGP via 0 nodes to 1/1 peers up (r1)"},
+		{"why not known", State{Addresses: []netip.Addr{v4}, Announcements: []Announcement{none}, Known: true},
+			"198.18.100.1 BGP via 0 nodes to 1/1 peers up (r1)"},
+		{"announced ignores why", State{Addresses: []netip.Addr{v4}, Announcements: []Announcement{up}, Known: true, NoNodeWhy: why},
+			"198.18.100.1 BGP via 1 node (n1) to 1/1 peers up (r1)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.st.Conditions()[1].Message; got != tc.want {
+				t.Errorf("message = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNewNoEligibleNode(t *testing.T) {
+	noNode := func(msg string) []metav1.Condition {
+		return []metav1.Condition{{Type: TypeAnnounced, Status: metav1.ConditionFalse, Reason: ReasonNoEligibleNode, Message: msg}}
+	}
+	announced := []metav1.Condition{{Type: TypeAnnounced, Status: metav1.ConditionTrue, Reason: ReasonAnnounced, Message: "a"}}
+	for _, tc := range []struct {
+		name        string
+		old, merged []metav1.Condition
+		want        string
+	}{
+		{"first", nil, noNode("why"), "why"},
+		{"from announced", announced, noNode("why"), "why"},
+		{"new why", noNode("why"), noNode("other"), "other"},
+		{"same", noNode("why"), noNode("why"), ""},
+		{"announced", noNode("why"), announced, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := newNoEligibleNode(tc.old, tc.merged); got != tc.want {
+				t.Errorf("newNoEligibleNode = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package svcstatus
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -151,6 +152,10 @@ func (w *Writer) Round(ctx context.Context) {
 			byReason[""]++
 		}
 		conds, changed := Merge(svc.Status.Conditions, want, metav1.NewTime(now))
+		noNode := ""
+		if st.NoNodeWhy != "" { // an Event only with the why
+			noNode = newNoEligibleNode(svc.Status.Conditions, conds)
+		}
 		summary := svc.Annotations[annotation.Summary]
 		newSummary := summary
 		if st.Known {
@@ -194,6 +199,9 @@ func (w *Writer) Round(ctx context.Context) {
 		}
 		w.writes++
 		w.written[key] = got.ResourceVersion
+		if noNode != "" && w.hooks.Event != nil {
+			w.hooks.Event(svc, ReasonNoEligibleNode, noNode)
+		}
 		if newSummary != summary {
 			if w.hooks.Event != nil {
 				w.hooks.Event(svc, ReasonAnnouncementChanged, orNone(newSummary)+" (was: "+orNone(summary)+")")
@@ -209,6 +217,21 @@ func (w *Writer) Round(ctx context.Context) {
 			delete(w.written, key)
 		}
 	}
+}
+
+// newNoEligibleNode is the message of want's (merged) Announced condition when its
+// reason is ReasonNoEligibleNode and it is new (another reason or message
+// before), so that an Event says why once, not on every write.
+func newNoEligibleNode(old, want []metav1.Condition) string {
+	i := slices.IndexFunc(want, func(c metav1.Condition) bool { return c.Type == TypeAnnounced })
+	if i < 0 || want[i].Reason != ReasonNoEligibleNode {
+		return ""
+	}
+	j := slices.IndexFunc(old, func(c metav1.Condition) bool { return c.Type == TypeAnnounced })
+	if j >= 0 && old[j].Reason == want[i].Reason && old[j].Message == want[i].Message {
+		return ""
+	}
+	return want[i].Message
 }
 
 // busyWait is how often a writer held back by Busy looks again.
