@@ -2,19 +2,18 @@ package fencing
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/metal-ccm/metal-ccm/pkg/annotation"
+	"github.com/metal-ccm/metal-ccm/pkg/nodes"
 )
 
 // Event reasons on nodes. They are stable: alerts may match them.
@@ -105,7 +104,7 @@ func (c *Controller) Sync(ctx context.Context) {
 		delete(c.failedAt, n.Name)
 		delete(c.fenced, n.Name)
 		if st.Fenced {
-			if err := c.mark(ctx, n, nil); err != nil {
+			if err := c.mark(ctx, n, ""); err != nil {
 				logger.Error(err, "Cannot remove the fencing mark", "node", klog.KObj(n))
 			}
 		}
@@ -211,12 +210,7 @@ func (c *Controller) fence(ctx context.Context, n *v1.Node, s Settings) bool {
 	return true
 }
 
-// mark sets (value a string) or removes (nil) the node's fencing mark.
-func (c *Controller) mark(ctx context.Context, n *v1.Node, value any) error {
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{annotation.Fenced: value}}})
-	if err != nil {
-		return err
-	}
-	_, err = c.Client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, body, metav1.PatchOptions{})
-	return err
+// mark sets (value) or removes ("") the node's mark.
+func (c *Controller) mark(ctx context.Context, n *v1.Node, value string) error {
+	return nodes.SetMark(ctx, c.Client, n.Name, annotation.Fenced, value)
 }

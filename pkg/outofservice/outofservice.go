@@ -15,14 +15,11 @@ package outofservice
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	nodehelpers "k8s.io/cloud-provider/node/helpers"
@@ -30,6 +27,7 @@ import (
 
 	"github.com/metal-ccm/metal-ccm/pkg/annotation"
 	"github.com/metal-ccm/metal-ccm/pkg/healthcheck"
+	"github.com/metal-ccm/metal-ccm/pkg/nodes"
 )
 
 // The taint, as Kubernetes' non-graceful node shutdown documents it.
@@ -248,21 +246,16 @@ func (c *Controller) untaint(ctx context.Context, n *v1.Node) error {
 	if err := nodehelpers.RemoveTaintOffNode(c.Client, n.Name, n, taint); err != nil {
 		return err
 	}
-	if err := c.mark(ctx, n, nil); err != nil {
+	if err := c.mark(ctx, n, ""); err != nil {
 		return err
 	}
 	c.Event(n, v1.EventTypeNormal, ReasonUntainted, "The node is Ready again: removed the %s taint this controller added", TaintKey)
 	return nil
 }
 
-// mark sets (value a string) or removes (nil) the node's marker annotation.
-func (c *Controller) mark(ctx context.Context, n *v1.Node, value any) error {
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{annotation.OutOfService: value}}})
-	if err != nil {
-		return err
-	}
-	_, err = c.Client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, body, metav1.PatchOptions{})
-	return err
+// mark sets (value) or removes ("") the node's mark.
+func (c *Controller) mark(ctx context.Context, n *v1.Node, value string) error {
+	return nodes.SetMark(ctx, c.Client, n.Name, annotation.OutOfService, value)
 }
 
 func hasTaint(n *v1.Node) bool {
