@@ -155,6 +155,16 @@ func (b *BMC) IPMITool(args ...string) (string, error) {
 	return string(out), err
 }
 
+// PoweredOn is the machine's power as the BMC tells an independent client
+// (ipmitool chassis power status).
+func (b *BMC) PoweredOn() (bool, error) {
+	out, err := b.IPMITool("chassis", "power", "status")
+	if err != nil {
+		return false, fmt.Errorf("ipmitool chassis power status: %w %s", err, out)
+	}
+	return strings.Contains(out, "is on"), nil
+}
+
 // Power switches the machine on or off through the BMC, as an operator
 // would, and waits until the BMC says it is so; it fails the test if not.
 func (b *BMC) Power(t testing.TB, on bool) {

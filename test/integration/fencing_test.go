@@ -56,11 +56,11 @@ func startFencingNodes(t *testing.T, fencingExtra string, ready map[string]bool,
 // chassisOn is the BMC's power as an independent client (ipmitool) reads it.
 func chassisOn(t *testing.T, b *framework.BMC) bool {
 	t.Helper()
-	out, err := b.IPMITool("chassis", "power", "status")
+	on, err := b.PoweredOn()
 	if err != nil {
-		t.Fatalf("ipmitool chassis power status: %v %s", err, out)
+		t.Fatal(err)
 	}
-	return strings.Contains(out, "is on")
+	return on
 }
 
 // waitChassisOff waits until ipmitool says the BMC's power is off.

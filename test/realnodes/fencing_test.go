@@ -3,7 +3,6 @@ package realnodes
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -42,11 +41,11 @@ func (l fencingLab) freezeKubelet(t *testing.T, node string) {
 // chassisOn is the power of node's machine as ipmitool reads it.
 func (l fencingLab) chassisOn(t *testing.T, node string) bool {
 	t.Helper()
-	out, err := l.bmcs[node].IPMITool("chassis", "power", "status")
+	on, err := l.bmcs[node].PoweredOn()
 	if err != nil {
-		t.Fatalf("ipmitool chassis power status of %s: %v %s", node, err, out)
+		t.Fatalf("%s: %v", node, err)
 	}
-	return strings.Contains(out, "is on")
+	return on
 }
 
 // powerBack powers node's machine on through its BMC (which resumes its
