@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/metal-ccm/metal-ccm/pkg/powerstate/internal/bmcfile"
 )
 
 // Defaults of the source's settings.
@@ -142,20 +142,8 @@ func parseMachine(raw json.RawMessage, def settings) (bmc, error) {
 			errs = append(errs, fmt.Errorf("cipherSuite: %w", err))
 		}
 	}
-	for _, f := range []struct {
-		name, path string
-		into       *string
-	}{{"usernameFile", in.UsernameFile, &out.user}, {"passwordFile", in.PasswordFile, &out.pass}} {
-		if f.path == "" {
-			errs = append(errs, fmt.Errorf("%s: required", f.name))
-			continue
-		}
-		b, err := os.ReadFile(f.path)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", f.name, err))
-			continue
-		}
-		*f.into = strings.TrimRight(string(b), "\r\n")
+	if out.user, out.pass, err = bmcfile.Credentials(in.UsernameFile, in.PasswordFile); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return bmc{}, fmt.Errorf("%w: %w", ErrBadSettings, err)

@@ -4,18 +4,17 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/metal-ccm/metal-ccm/pkg/redfish"
+
+	"github.com/metal-ccm/metal-ccm/pkg/powerstate/internal/bmcfile"
 )
 
 // Defaults of the source's settings.
@@ -152,27 +151,15 @@ func parseMachine(raw json.RawMessage) (bmc, error) {
 		errs = append(errs, errors.New("systemUUID: set only one of systemId and systemUUID"))
 	}
 	out.system = redfish.Selector{ID: in.SystemID, UUID: in.SystemUUID}
-	for _, f := range []struct {
-		name, path string
-		into       *string
-	}{{"usernameFile", in.UsernameFile, &out.user}, {"passwordFile", in.PasswordFile, &out.pass}} {
-		if f.path == "" {
-			errs = append(errs, fmt.Errorf("%s: required", f.name))
-			continue
-		}
-		b, err := os.ReadFile(f.path)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", f.name, err))
-			continue
-		}
-		*f.into = strings.TrimRight(string(b), "\r\n")
+	if out.user, out.pass, err = bmcfile.Credentials(in.UsernameFile, in.PasswordFile); err != nil {
+		errs = append(errs, err)
 	}
 	var caPEM []byte
 	switch {
 	case in.CAFile != "" && in.InsecureSkipVerify:
 		errs = append(errs, errors.New("insecureSkipVerify: set with caFile, which it would ignore"))
 	case in.CAFile != "":
-		pool, pem, err := readCAs(in.CAFile)
+		pool, pem, err := bmcfile.CertPool(in.CAFile)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("caFile: %w", err))
 		}
@@ -209,17 +196,4 @@ func parseEndpoint(s string) (*url.URL, error) {
 		return nil, fmt.Errorf("%q: an address with a zone is not supported", s)
 	}
 	return &url.URL{Scheme: u.Scheme, Host: u.Host}, nil
-}
-
-// readCAs reads a PEM file of CA certificates.
-func readCAs(path string) (*x509.CertPool, []byte, error) {
-	pem, err := os.ReadFile(path) //nolint:gosec // the CA file the operator named in the config
-	if err != nil {
-		return nil, nil, err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, nil, fmt.Errorf("%s: no PEM certificate", path)
-	}
-	return pool, pem, nil
 }
