@@ -30,9 +30,9 @@ const bmcConfirmFor = 5 * time.Second
 // X turns NotReady (the node-monitor grace period), the CCM hears Off from
 // the BMC, taints X out of service after confirmFor, and Kubernetes deletes
 // the pod, so that the StatefulSet runs it again on another node. Without
-// the taint the pod stays Terminating (measured once: still so 117 s after
-// the power-off; docs/node-lifecycle.md). No node that stays on gets a
-// shutdown or out-of-service taint. Powered on through its BMC, X is Ready
+// the taint the pod stays Terminating (TestPowerOffWithoutSource: evicted
+// after 309 s, and still so at 330 s; docs/node-lifecycle.md). No node that
+// stays on gets a shutdown or out-of-service taint. Powered on through its BMC, X is Ready
 // again and the CCM removes its taint. Fencing is on all along (a machine
 // the BMC says is Off is never fenced); its rows follow on the same lab
 // (fencing_test.go).

@@ -140,7 +140,7 @@ func TestSettingsErrors(t *testing.T) {
 		{fmt.Sprintf(`{"address": "bmc.example", "usernameFile": %q, "passwordFile": %q}`, pw, pw), `address: "bmc.example" is not an IP address`},
 		{fmt.Sprintf(`{"address": "198.18.30.11:0", "usernameFile": %q, "passwordFile": %q}`, pw, pw), `is not an IP address with an optional port`},
 		{`{"address": "198.18.30.11"}`, "usernameFile: required"},
-		{fmt.Sprintf(`{"address": "198.18.30.11", "usernameFile": %q, "passwordFile": %q}`, pw, filepath.Join(dir, "missing")), "passwordFile: open"},
+		{fmt.Sprintf(`{"address": "198.18.30.11", "usernameFile": %q, "passwordFile": %q}`, pw, filepath.Join(dir, "missing")), "passwordFile: stat"},
 		{fmt.Sprintf(`{"address": "198.18.30.11", "usernameFile": %q, "passwordFile": %q, "cipherSuite": 99}`, pw, pw), "cipherSuite: 99"},
 	} {
 		t.Run(tc.machine, func(t *testing.T) {

@@ -39,10 +39,10 @@ func TestSettingsErrors(t *testing.T) {
 		{`{"endpoint": "https://user:pw@198.18.30.11", ` + files + `}`, `is not an https URL`},
 		{`{"endpoint": "https://[2001:db8::11%25eth0]", ` + files + `}`, `an address with a zone is not supported`},
 		{`{"endpoint": "https://198.18.30.11"}`, "usernameFile: required"},
-		{fmt.Sprintf(`{"endpoint": "https://198.18.30.11", "usernameFile": %q, "passwordFile": %q}`, pw, missing), "passwordFile: open"},
+		{fmt.Sprintf(`{"endpoint": "https://198.18.30.11", "usernameFile": %q, "passwordFile": %q}`, pw, missing), "passwordFile: stat"},
 		{`{"endpoint": "https://198.18.30.11", "systemId": "1", "systemUUID": "u", ` + files + `}`, "systemUUID: set only one of systemId and systemUUID"},
 		{fmt.Sprintf(`{"endpoint": "https://198.18.30.11", "caFile": %q, `+files+`}`, notPEM), "caFile: "},
-		{fmt.Sprintf(`{"endpoint": "https://198.18.30.11", "caFile": %q, `+files+`}`, missing), "caFile: open"},
+		{fmt.Sprintf(`{"endpoint": "https://198.18.30.11", "caFile": %q, `+files+`}`, missing), "caFile: stat"},
 		{fmt.Sprintf(`{"endpoint": "https://198.18.30.11", "caFile": %q, "insecureSkipVerify": true, `+files+`}`, pw), "insecureSkipVerify: set with caFile"},
 		{`{"endpoint": "https://198.18.30.11", "address": "198.18.30.11", ` + files + `}`, `unknown field "address"`},
 	} {
