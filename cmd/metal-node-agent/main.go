@@ -36,6 +36,7 @@ type options struct {
 	nodeName    string
 	bindAddress string
 	l2Witness   string
+	daemonSet   string
 }
 
 func (o *options) flags() cliflag.NamedFlagSets {
@@ -46,6 +47,7 @@ func (o *options) flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "This node's name (default: $NODE_NAME, which the chart sets from spec.nodeName).")
 	fs.StringVar(&o.bindAddress, "bind-address", "127.0.0.1:10263", "Address of /healthz and /metrics (plain HTTP: keep it on a loopback address).")
 	fs.StringVar(&o.l2Witness, "l2-witness-lease", "", "NAMESPACE/NAME of the Lease that is the third vote of a two-node L2 cluster (docs/l2.md); the agent gets and updates it, and never creates it. Empty: no witness.")
+	fs.StringVar(&o.daemonSet, "daemonset", "", "NAMESPACE/NAME of this agent's DaemonSet, read (get) when the agent stops, to tell a rolling update (sessions kept for graceful restart) from the agent removed from the node (a Cease); empty: only the node decides (docs/node-agent.md).")
 	return fss
 }
 
@@ -59,9 +61,10 @@ func run() int {
 		Use:   "metal-node-agent",
 		Short: "Announces this node's LoadBalancer addresses (BGP with bgp.announceFrom Nodes, L2 for the pools announced so)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// SIGTERM ends the agent: its BGP sessions close with the
-			// process, and routers with graceful restart keep its paths
-			// until it is back (a rolling update).
+			// SIGTERM ends the agent: its BGP sessions end with a Cease
+			// when the node stops serving, else with the process, so that
+			// routers with graceful restart keep its paths until it is
+			// back (a rolling update; pkg/agent stopping.go).
 			ctx, cancel := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer cancel()
 			return o.run(ctx)
@@ -114,12 +117,11 @@ func (o *options) run(ctx context.Context) error {
 		return fmt.Errorf("client: %w", err)
 	}
 	a := &agent.Agent{Config: cfg, Client: cs, NodeName: o.nodeName}
-	if o.l2Witness != "" {
-		ns, name, ok := strings.Cut(o.l2Witness, "/")
-		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			return fmt.Errorf("--l2-witness-lease %q: want NAMESPACE/NAME", o.l2Witness)
-		}
-		a.L2Witness = types.NamespacedName{Namespace: ns, Name: name}
+	if a.L2Witness, err = namespacedName("l2-witness-lease", o.l2Witness); err != nil {
+		return err
+	}
+	if a.DaemonSet, err = namespacedName("daemonset", o.daemonSet); err != nil {
+		return err
 	}
 	srv, err := serveStatus(ctx, o.bindAddress, a)
 	if err != nil {
@@ -142,4 +144,16 @@ func (o *options) run(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// namespacedName reads a NAMESPACE/NAME flag; empty is the zero name.
+func namespacedName(flag, v string) (types.NamespacedName, error) {
+	if v == "" {
+		return types.NamespacedName{}, nil
+	}
+	ns, name, ok := strings.Cut(v, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return types.NamespacedName{}, fmt.Errorf("--%s %q: want NAMESPACE/NAME", flag, v)
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, nil
 }

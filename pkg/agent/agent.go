@@ -46,6 +46,10 @@ type Agent struct {
 	// L2Witness is the Lease of the two-node L2 witness (pkg/l2/witness),
 	// which the agent may get and update; zero: no witness.
 	L2Witness types.NamespacedName
+	// DaemonSet is the agent's own DaemonSet, read when the agent stops to
+	// tell a rolling update (graceful restart) from the agent removed from
+	// the node (a Cease); zero: only the node decides (stopping.go).
+	DaemonSet types.NamespacedName
 
 	roles atomic.Pointer[[]protocol.Agent] // set once Run has built them
 	idle  atomic.Bool                      // Run found nothing to announce
@@ -86,6 +90,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		wg.Go(func() { r.Run(ctx) })
 	}
 	wg.Wait()
+	stop := a.stopping(ctx)
+	logStop(ctx, stop)
+	for _, r := range roles {
+		r.Stop(context.WithoutCancel(ctx), stop.Leave)
+	}
 	stopped.Wait()
 	return nil
 }

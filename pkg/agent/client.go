@@ -29,6 +29,9 @@ type Client struct {
 	Nodes, Services, EndpointSlices Resource
 
 	coordination rest.Interface
+	// apps reads the agent's DaemonSet as JSON by its absolute path when
+	// the agent stops (stopping.go): any of the REST clients will do.
+	apps rest.Interface
 }
 
 // Resource is one resource of the agent's Client, all namespaces.
@@ -73,6 +76,7 @@ func NewClient(rc *rest.Config) (*Client, error) {
 	}
 	return &Client{
 		coordination:   coord,
+		apps:           coord,
 		Nodes:          Resource{core, params, "nodes", func() runtime.Object { return &v1.NodeList{} }},
 		Services:       Resource{core, params, "services", func() runtime.Object { return &v1.ServiceList{} }},
 		EndpointSlices: Resource{disc, params, "endpointslices", func() runtime.Object { return &discoveryv1.EndpointSliceList{} }},

@@ -163,6 +163,12 @@ type Agent interface {
 	OutsidePools() int
 	// Collect sends the role's metrics (AgentMetrics).
 	Collect(ch chan<- metrics.Metric)
+	// Stop ends what the role keeps beyond Run's ctx, once Run has
+	// returned and the process is about to exit: leave is true when the
+	// node stops serving (tell the peers now), false when the same node's
+	// agent is being replaced (let the peers keep its announcements until
+	// the next one is back).
+	Stop(ctx context.Context, leave bool)
 }
 
 var (

@@ -6,11 +6,13 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
@@ -57,6 +59,11 @@ func agentKubeconfig(t *testing.T) (write func(relay *framework.Relay, path stri
 	}
 }
 
+// agentDaemonSet is the DaemonSet of deploy/node-agent/agent.yaml, which
+// the agents are told is theirs: its nodeSelector and the nodes decide how
+// a stopping agent ends its sessions.
+const agentDaemonSet = "kube-system/" + framework.NodeAgentName
+
 // agent is a node agent running in a lab node's namespace.
 type agent struct {
 	*framework.Process
@@ -98,7 +105,7 @@ func startAgentsIn(t *testing.T, where []agentPlace, cfg string) []*agent {
 		a := &agent{start: func() (*framework.Process, error) {
 			return framework.StartNodeAgent(framework.NodeAgentOptions{Name: "agent-" + w.node,
 				LogPath: filepath.Join(cp.Dir, "logs", "agent-"+w.node+".log"), NetNS: w.netns, Node: w.node,
-				Kubeconfig: kc, CloudConfig: cfg})
+				Kubeconfig: kc, CloudConfig: cfg, Args: []string{"--daemonset", agentDaemonSet}})
 		}}
 		if a.Process, err = a.start(); err != nil {
 			t.Fatal(err)
@@ -183,6 +190,9 @@ func TestNodeAgents(t *testing.T) {
 		time.Sleep(time.Second)
 		a := agents[1]
 		a.Stop(5 * time.Second)
+		if !a.LogContains("Stopping to be replaced") {
+			t.Errorf("%s did not stop as replaced (graceful restart):\n%s", a.Name, a.LogTail(20))
+		}
 		p, err := a.start()
 		if err != nil {
 			t.Fatal(err)
@@ -203,6 +213,22 @@ func TestNodeAgents(t *testing.T) {
 			t.Errorf("route %s after the restart: %v (%v), want every node", vip, r.NextHops, err)
 		}
 		t.Logf("agent of %s restarted: %d requests, none lost", lab.NodeName(1), sent)
+	})
+	t.Run("a cordoned node's agent stops with a Cease", func(t *testing.T) {
+		// Cordoned (drained), the node stops serving: its agent's path goes
+		// as soon as it stops, not after the graceful-restart time.
+		setUnschedulable(t, lab.NodeName(1), true)
+		ceaseOnStop(t, lab, agents[1], vip, hops[1], hops)
+		setUnschedulable(t, lab.NodeName(1), false)
+		restartAgent(t, agents[1])
+		waitRoute(t, lab, vip, hops...)
+	})
+	t.Run("an agent its DaemonSet no longer selects stops with a Cease", func(t *testing.T) {
+		patchAgentDaemonSet(t, `{"spec":{"template":{"spec":{"nodeSelector":{"metal-ccm.io/e2e-selects":"none"}}}}}`)
+		ceaseOnStop(t, lab, agents[0], vip, hops[0], hops)
+		patchAgentDaemonSet(t, `{"spec":{"template":{"spec":{"nodeSelector":null}}}}`)
+		restartAgent(t, agents[0])
+		waitRoute(t, lab, vip, hops...)
 	})
 	t.Run("a killed agent's path goes within the hold time and returns", func(t *testing.T) {
 		a := agents[2]
@@ -237,4 +263,61 @@ func TestNodeAgents(t *testing.T) {
 		waitRoute(t, lab, inPool, hops...)
 		stayWithout(t, lab, writtenAddr)
 	})
+}
+
+// ceaseOnStop stops agent a (SIGTERM) and waits for its node's path (hop)
+// to leave the router's kernel route of vip: well within the hold time,
+// which graceful restart would keep it for.
+func ceaseOnStop(t *testing.T, lab *netlab.Lab, a *agent, vip netip.Addr, hop netip.Addr, hops []netip.Addr) {
+	t.Helper()
+	var rest []netip.Addr
+	for _, h := range hops {
+		if h != hop {
+			rest = append(rest, h)
+		}
+	}
+	start := time.Now()
+	a.Stop(5 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), agentHoldTime+10*time.Second)
+	defer cancel()
+	if err := lab.WaitRoute(ctx, netlab.HostPrefix(vip), rest); err != nil {
+		t.Fatalf("%s's path stays after its agent stopped: %v", hop, err)
+	}
+	took := time.Since(start)
+	t.Logf("%s: its node's path gone from the router's kernel %.2fs after SIGTERM (hold time %s)", a.Name, took.Seconds(), agentHoldTime)
+	if !a.LogContains("Stopping for good") {
+		t.Errorf("%s did not stop for good:\n%s", a.Name, a.LogTail(20))
+	}
+	// Graceful restart would keep the path for the hold time.
+	if took > agentHoldTime/2 {
+		t.Errorf("%s's path went %.1fs after SIGTERM: not at once (hold time %s)", hop, took.Seconds(), agentHoldTime)
+	}
+}
+
+// restartAgent starts a stopped agent again.
+func restartAgent(t *testing.T, a *agent) {
+	t.Helper()
+	p, err := a.start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Process = p
+}
+
+// setUnschedulable cordons or uncordons a node.
+func setUnschedulable(t *testing.T, node string, on bool) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, on)
+	if _, err := client.CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// patchAgentDaemonSet merge-patches the agents' DaemonSet.
+func patchAgentDaemonSet(t *testing.T, patch string) {
+	t.Helper()
+	ns, name, _ := strings.Cut(agentDaemonSet, "/")
+	if _, err := client.AppsV1().DaemonSets(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -16,10 +16,10 @@ import (
 
 // agent is BGP in a node agent (announceFrom Nodes): the node's speaker
 // and the announcer of the addresses its node carries, itself as next hop.
-// Its sessions are left to close with the process, without a NOTIFICATION:
-// routers with graceful restart keep the node's paths through a restart of
-// its agent (a rolling update), and drop them after the restart time
-// otherwise (restartTime).
+// Its sessions outlive Run: Stop ends them with a Cease when the node
+// stops serving, and otherwise leaves them to close with the process,
+// without a NOTIFICATION, so that routers with graceful restart keep the
+// node's paths through the replacement of its agent (a rolling update).
 type agent struct {
 	speaker  *speaker.Speaker
 	ann      *announcer.Announcer
@@ -86,3 +86,12 @@ func (a *agent) Ready() error {
 func (a *agent) OutsidePools() int { return a.ann.OutsidePools() }
 
 func (a *agent) Collect(ch chan<- metrics.Metric) { collectAgent(a.speaker, ch) }
+
+// Stop closes the sessions with a Cease when the node leaves (the routers
+// drop its paths at once), and returns once it is sent; else it leaves
+// them to the process's exit.
+func (a *agent) Stop(_ context.Context, leave bool) {
+	if leave {
+		a.speaker.Stop()
+	}
+}

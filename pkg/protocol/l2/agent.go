@@ -247,6 +247,11 @@ func healthChecks(cfg *config.CloudConfig) *healthcheck.Options {
 
 func (a *agent) OutsidePools() int { return a.ann.OutsidePools() }
 
+// Stop: nothing is left once Run returns (it left the membership, so the
+// others take the addresses over at once, whether or not the node comes
+// back).
+func (a *agent) Stop(context.Context, bool) {}
+
 // Collect reports the addresses answered, takeovers and the view.
 func (a *agent) Collect(ch chan<- metrics.Metric) {
 	majority := 0.0
