@@ -32,7 +32,9 @@ func TestDecideStop(t *testing.T) {
 	}
 	now := metav1.Now()
 	taint := func(key string) func(*v1.Node) {
-		return func(n *v1.Node) { n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: key, Effect: v1.TaintEffectNoSchedule}) }
+		return func(n *v1.Node) {
+			n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: key, Effect: v1.TaintEffectNoSchedule})
+		}
 	}
 	for _, c := range []struct {
 		name    string
