@@ -148,6 +148,7 @@ func checkRendered(t *testing.T, objs []*unstructured.Unstructured, wantRules, w
 	var configMaps, workloads, clusterRoles int
 	l2 := renderedL2(t, objs)
 	checkWitness(t, objs, l2)
+	checkDaemonSetRole(t, objs)
 	for _, o := range objs {
 		if isAgent(o) {
 			checkAgent(t, o, wantAgentRules, true)
@@ -202,7 +203,7 @@ func checkWitness(t *testing.T, objs []*unstructured.Unstructured, l2 bool) {
 		switch {
 		case o.GetKind() == "Lease" && o.GetName() == lease:
 			leases++
-		case o.GetKind() == "Role" && strings.HasPrefix(o.GetName(), agentName):
+		case o.GetKind() == "Role" && strings.HasPrefix(o.GetName(), agentName+":l2-witness"):
 			roles++
 			var r rbacv1.Role
 			fromUnstructured(t, o, &r)
@@ -228,6 +229,42 @@ func checkWitness(t *testing.T, objs []*unstructured.Unstructured, l2 bool) {
 	if leases != want || roles != want || flags != wantFlags {
 		t.Errorf("L2 %v: %d witness Leases, %d agent Roles, %d --l2-witness-lease flags in %d agent DaemonSets; want %d, %d and %d",
 			l2, leases, roles, flags, agents, want, want, wantFlags)
+	}
+}
+
+// checkDaemonSetRole: each agent DaemonSet tells its agent its own name
+// (--daemonset, read when the agent stops), and the agents may get those
+// DaemonSets by name and nothing else.
+func checkDaemonSetRole(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	var names, flagged []string
+	var role *rbacv1.Role
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "Role" && o.GetName() == agentName+":daemonsets":
+			role = &rbacv1.Role{}
+			fromUnstructured(t, o, role)
+		case o.GetKind() == "DaemonSet" && isAgent(o):
+			names = append(names, o.GetName())
+			var ds appsv1.DaemonSet
+			fromUnstructured(t, o, &ds)
+			if slices.Contains(ds.Spec.Template.Spec.Containers[0].Args, "--daemonset="+o.GetNamespace()+"/"+o.GetName()) {
+				flagged = append(flagged, o.GetName())
+			}
+		}
+	}
+	if len(names) == 0 {
+		if role != nil {
+			t.Errorf("Role %s without an agent DaemonSet", role.Name)
+		}
+		return
+	}
+	if !slices.Equal(flagged, names) {
+		t.Errorf("agent DaemonSets %v; those whose agent is told its own name (--daemonset): %v", names, flagged)
+	}
+	want := []rbacv1.PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, ResourceNames: names, Verbs: []string{"get"}}}
+	if role == nil || !reflect.DeepEqual(role.Rules, want) {
+		t.Errorf("Role %s:daemonsets: %v, want exactly %v", agentName, role, want)
 	}
 }
 
@@ -530,6 +567,7 @@ func TestAgentManifestsL2(t *testing.T) {
 				checkAgent(t, o, wantAgentRules, true)
 			}
 			checkWitness(t, objs, l2)
+			checkDaemonSetRole(t, objs)
 			if daemonSets != 1 {
 				t.Errorf("%s: %d DaemonSets, want 1", file, daemonSets)
 			}
