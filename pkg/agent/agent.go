@@ -28,9 +28,10 @@ var (
 	// with bgp.announceFrom Replicas or no peers, and no pool is announced
 	// with L2).
 	ErrNotNodes = errors.New("bgp.announceFrom is not Nodes (or there are no bgp.peers) and no pool is announced with L2: nothing to announce from this node")
-	// ErrNoIPv4 is returned for a node without an IPv4 InternalIP: the
-	// agents' BGP router ID and L2 membership use it.
-	ErrNoIPv4 = errors.New("node has no IPv4 InternalIP")
+	// ErrNoInternalIP is returned for a node without an InternalIP: the
+	// agents' BGP router ID and L2 membership use it (IPv4 first, else
+	// IPv6: nodes.PrimaryInternalIP).
+	ErrNoInternalIP = errors.New("node has no InternalIP")
 )
 
 // nodeWait bounds how long the agent waits for its Node to have an IPv4
@@ -109,7 +110,7 @@ func (a *Agent) hasWork() bool {
 	return false
 }
 
-// waitNode waits until the agent's Node exists with an IPv4 InternalIP.
+// waitNode waits until the agent's Node exists with an InternalIP.
 func (a *Agent) waitNode(ctx context.Context) (*v1.Node, error) {
 	var node *v1.Node
 	err := wait.PollUntilContextTimeout(ctx, time.Second, nodeWait, true, func(ctx context.Context) (bool, error) {
@@ -119,12 +120,12 @@ func (a *Agent) waitNode(ctx context.Context) (*v1.Node, error) {
 			return false, nil
 		}
 		node = n
-		_, ok := nodes.InternalIP(n, true)
+		_, ok := nodes.PrimaryInternalIP(n)
 		return ok, nil
 	})
 	if err != nil {
 		if node != nil {
-			return nil, fmt.Errorf("node %s: %w", a.NodeName, ErrNoIPv4)
+			return nil, fmt.Errorf("node %s: %w", a.NodeName, ErrNoInternalIP)
 		}
 		return nil, fmt.Errorf("node %s not found: %w", a.NodeName, err)
 	}

@@ -405,8 +405,6 @@ func TestBGPSessionEnds(t *testing.T) {
 	}{
 		{"router ID 0.0.0.0", "bgp:\n  asn: 64512\n  routerID: 0.0.0.0\n  peers:\n  - {address: 198.18.10.1, asn: 64500}\n",
 			`bgp.routerID: Invalid value: "0.0.0.0": must not be 0.0.0.0`},
-		{"no IPv4 peer to derive the router ID from", "bgp:\n  asn: 64512\n  peers:\n  - {address: \"2001:db8:10::1\", asn: 64500}\n",
-			`bgp.routerID: Required value: no IPv4 peer to derive it from`},
 		{"unspecified peer", "bgp:\n  asn: 64512\n  peers:\n  - {address: 0.0.0.0, asn: 64500}\n",
 			`bgp.peers[0].address: Invalid value: "0.0.0.0": must not be the unspecified address`},
 		{"IPv4-mapped peer", "bgp:\n  asn: 64512\n  routerID: 198.18.10.2\n  peers:\n  - {address: \"::ffff:198.18.10.1\", asn: 64500}\n",

@@ -242,8 +242,9 @@ type L2 struct {
 type BGP struct {
 	// ASN is the speaker's own AS number. Required when there are peers.
 	ASN uint32 `json:"asn,omitempty"`
-	// RouterID is a non-zero IPv4 address, required when no peer is IPv4.
-	// Default: the source address toward the first IPv4 peer.
+	// RouterID is a non-zero IPv4 address. Default: the source address
+	// toward the first IPv4 peer; with IPv6 peers only, the one toward the
+	// first of them, folded into 32 bits (docs/routes.md, "Router ID").
 	RouterID string     `json:"routerID,omitempty"`
 	routerID netip.Addr // RouterID, parsed by validation
 	// Peers are the routers to announce to.

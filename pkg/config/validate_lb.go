@@ -109,8 +109,6 @@ func (b *BGP) validate(p *field.Path) field.ErrorList {
 		} else {
 			b.routerID = ip
 		}
-	} else if len(b.Peers) > 0 && !hasIPv4Peer(b.Peers) {
-		errs = append(errs, field.Required(p.Child("routerID"), "no IPv4 peer to derive it from"))
 	}
 	if b.MaxPathsPerAddress < 1 || b.MaxPathsPerAddress > limits.MaxNextHops {
 		errs = append(errs, field.Invalid(p.Child("maxPathsPerAddress"), b.MaxPathsPerAddress, fmt.Sprintf("must be from 1 to %d", limits.MaxNextHops)))
@@ -181,17 +179,6 @@ func unicastProblem(addr netip.Addr) string {
 		return "must not be a multicast address"
 	}
 	return ""
-}
-
-// hasIPv4Peer reports whether a peer has an IPv4 address (the default
-// router ID is derived from the first one).
-func hasIPv4Peer(peers []BGPPeer) bool {
-	for _, p := range peers {
-		if a, err := netip.ParseAddr(p.Address); err == nil && a.Is4() {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *Routes) validate(p *field.Path, b *BGP) field.ErrorList {

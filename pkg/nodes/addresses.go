@@ -22,6 +22,17 @@ func InternalIP(n *v1.Node, v4 bool) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
+// PrimaryInternalIP is the node's address among the agents: its first
+// IPv4 InternalIP, else (an IPv6-only node) its first IPv6 InternalIP. The
+// agents' L2 membership binds to it and finds its peers by it, and their
+// BGP router ID comes from it.
+func PrimaryInternalIP(n *v1.Node) (netip.Addr, bool) {
+	if ip, ok := InternalIP(n, true); ok {
+		return ip, true
+	}
+	return InternalIP(n, false)
+}
+
 // SourceToward is the kernel's source address for packets to dst: the
 // local address of a UDP socket connected to it, which sends nothing.
 func SourceToward(dst netip.AddrPort) (netip.Addr, error) {

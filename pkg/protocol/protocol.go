@@ -136,7 +136,8 @@ type LeaderEnv struct {
 
 // AgentEnv is what the node agent gives a protocol.
 type AgentEnv struct {
-	// Node is the agent's Node, with an IPv4 InternalIP.
+	// Node is the agent's Node, with an InternalIP
+	// (nodes.PrimaryInternalIP).
 	Node *v1.Node
 	// Informers of Services, Nodes and EndpointSlices, started after every
 	// protocol's Agent has returned.

@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	speaker "github.com/metal-ccm/metal-ccm/pkg/bgp"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
@@ -252,6 +254,38 @@ func TestNodeAgents(t *testing.T) {
 		a.Process = p
 		waitRoute(t, lab, vip, hops...)
 	})
+	t.Run("an IPv6-only node's agent announces its IPv6 paths", func(t *testing.T) {
+		// Node 2 keeps only its IPv6 InternalIP: its agent, started again,
+		// takes its router ID from that address, and announces the IPv6
+		// addresses with it as next hop and no IPv4 one (it has no IPv4
+		// next hop to give).
+		framework.CreateLoadBalancer(t, client, ns, "v6", framework.IPv6Only)
+		vip6 := waitVIPs(t, ns, "v6", 1)[0]
+		hops6 := lab.NodeAddrs(netlab.IPv6)
+		waitRoute(t, lab, vip6, hops6...)
+		node := lab.NodeName(2)
+		setInternalIPs(t, node, hops6[2])
+		t.Cleanup(func() { setInternalIPs(t, node, hops[2], hops6[2]) })
+		a := agents[2]
+		a.Stop(5 * time.Second)
+		restartAgent(t, a)
+		waitRoute(t, lab, vip, hops[:2]...)
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := lab.WaitEstablished(wctx, hops6[2]); err != nil {
+			t.Fatal(err)
+		}
+		waitRoute(t, lab, vip6, hops6...)
+		id := speaker.RouterIDFromIPv6(hops6[2])
+		if !a.LogContains(fmt.Sprintf(`routerID="%s"`, id)) {
+			t.Errorf("%s does not say router ID %s:\n%s", a.Name, id, a.LogTail(20))
+		}
+		t.Logf("IPv6-only %s: router ID %s, paths of %s from every node, of %s from the others", node, id, vip6, vip)
+		setInternalIPs(t, node, hops[2], hops6[2])
+		a.Stop(5 * time.Second)
+		restartAgent(t, a)
+		waitRoute(t, lab, vip, hops...)
+	})
 	t.Run("an address written into the status outside the pools is not announced", func(t *testing.T) {
 		// The leader refuses a Service that names a pool it lacks and
 		// leaves its status alone, so the status keeps what is written:
@@ -318,6 +352,23 @@ func patchAgentDaemonSet(t *testing.T, patch string) {
 	t.Helper()
 	ns, name, _ := strings.Cut(agentDaemonSet, "/")
 	if _, err := client.AppsV1().DaemonSets(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setInternalIPs makes ips the node's InternalIPs, its only addresses.
+func setInternalIPs(t *testing.T, name string, ips ...netip.Addr) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Status.Addresses = nil
+	for _, ip := range ips {
+		n.Status.Addresses = append(n.Status.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip.String()})
+	}
+	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

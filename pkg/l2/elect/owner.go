@@ -188,7 +188,7 @@ func ExpectedAgents(list []*v1.Node, selects func(labels.Set) bool) map[string][
 }
 
 // Seeds are where to join the expected agents a view does not show alive:
-// the IPv4 InternalIP of each node selects picks, at port, except the
+// the primary InternalIP (IPv4, else IPv6) of each node selects picks, at port, except the
 // addresses of self. Joining through them finds a new node's agent, and
 // both sides of a healed partition, without a fixed seed list.
 func Seeds(list []*v1.Node, alive []member.Member, selects func(labels.Set) bool, port uint16, self []netip.Addr) []netip.AddrPort {
@@ -201,7 +201,7 @@ func Seeds(list []*v1.Node, alive []member.Member, selects func(labels.Set) bool
 		if seen[n.Name] || !selects(labels.Set(n.Labels)) {
 			continue
 		}
-		if a, ok := nodes.InternalIP(n, true); ok && !slices.Contains(self, a) {
+		if a, ok := nodes.PrimaryInternalIP(n); ok && !slices.Contains(self, a) {
 			out = append(out, netip.AddrPortFrom(a, port))
 		}
 	}

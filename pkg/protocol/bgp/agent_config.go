@@ -16,9 +16,9 @@ import (
 
 // Errors of the agent's BGP config.
 var (
-	// ErrNoIPv4 is returned for a node without an IPv4 InternalIP: the
+	// ErrNoInternalIP is returned for a node without an InternalIP: the
 	// agent's BGP router ID is its node's IPv4 address.
-	ErrNoIPv4 = errors.New("node has no IPv4 InternalIP for the BGP router ID")
+	ErrNoInternalIP = errors.New("node has no InternalIP for the BGP router ID")
 	// ErrBadASNLabel is returned when bgp.nodeASNLabel's value on the node
 	// is not an AS number.
 	ErrBadASNLabel = errors.New("node's AS-number label is not an AS number")
@@ -40,11 +40,11 @@ func agentSpeakerConfig(cfg *config.CloudConfig, n *v1.Node) (speaker.Config, er
 			out.ASN = uint32(asn)
 		}
 	}
-	id, ok := nodes.InternalIP(n, true)
+	ip, ok := nodes.PrimaryInternalIP(n)
 	if !ok {
-		return speaker.Config{}, fmt.Errorf("node %s: %w", n.Name, ErrNoIPv4)
+		return speaker.Config{}, fmt.Errorf("node %s: %w", n.Name, ErrNoInternalIP)
 	}
-	out.RouterID = id
+	out.RouterID = speaker.RouterIDFor(ip)
 	for i := range b.Peers {
 		p := &b.Peers[i]
 		if !p.Selects(labels.Set(n.Labels)) {

@@ -48,7 +48,7 @@ bgp:
 		{name: "rack2, bgp.asn", node: node(map[string]string{"topology.kubernetes.io/zone": "rack2"}, "198.18.31.11"),
 			wantASN: 64512, wantID: "198.18.31.11", wantPeers: []string{"198.18.31.1", "2001:db8:30::1"}},
 		{name: "bad AS label", node: node(map[string]string{"metal-ccm.io/asn": "rack"}, "198.18.30.11"), wantErr: ErrBadASNLabel},
-		{name: "no IPv4 for the router ID", node: node(nil, "2001:db8:30::11"), wantErr: ErrNoIPv4},
+		{name: "no InternalIP for the router ID", node: node(nil), wantErr: ErrNoInternalIP},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := agentSpeakerConfig(cfg, tc.node)

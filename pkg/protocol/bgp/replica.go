@@ -21,8 +21,8 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/svcstatus"
 )
 
-// ErrNoRouterID is returned when bgp.routerID is unset and no IPv4 peer gives one.
-var ErrNoRouterID = errors.New("bgp.routerID is not set and there is no IPv4 peer to derive it from")
+// ErrNoRouterID is returned when bgp.routerID is unset and no peer gives one.
+var ErrNoRouterID = errors.New("bgp.routerID is not set and there is no peer to derive it from")
 
 // sessionPoll is how often a replica looks at its sessions for the
 // Services' status.
@@ -227,20 +227,24 @@ func speakerConfig(b *config.BGP, rt *config.Routes) (speaker.Config, error) {
 }
 
 // routerIDFor is the source address toward the first IPv4 peer (its
-// configured local address, else nodes.SourceToward: no packet is sent).
+// configured local address, else nodes.SourceToward: no packet is sent);
+// with IPv6 peers only, the one toward the first of them, as
+// speaker.RouterIDFromIPv6 folds it.
 func routerIDFor(peers []speaker.Peer) (netip.Addr, error) {
-	for _, p := range peers {
-		if !p.Address.Is4() {
-			continue
+	for _, v4 := range []bool{true, false} {
+		for _, p := range peers {
+			if p.Address.Is4() != v4 {
+				continue
+			}
+			if p.LocalAddress.IsValid() {
+				return speaker.RouterIDFor(p.LocalAddress), nil
+			}
+			local, err := nodes.SourceToward(netip.AddrPortFrom(p.Address, p.Port))
+			if err != nil {
+				return netip.Addr{}, fmt.Errorf("derive BGP router ID: %w", err)
+			}
+			return speaker.RouterIDFor(local), nil
 		}
-		if p.LocalAddress.IsValid() {
-			return p.LocalAddress, nil
-		}
-		local, err := nodes.SourceToward(netip.AddrPortFrom(p.Address, p.Port))
-		if err != nil {
-			return netip.Addr{}, fmt.Errorf("derive BGP router ID: %w", err)
-		}
-		return local, nil
 	}
 	return netip.Addr{}, ErrNoRouterID
 }

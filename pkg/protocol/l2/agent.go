@@ -75,11 +75,8 @@ func (Protocol) Agent(ctx context.Context, cfg *config.CloudConfig, env protocol
 		return nil, nil
 	}
 	l2cfg := &cfg.L2
-	bind, _ := nodes.InternalIP(env.Node, true) // the agent waited for one
-	self := []netip.Addr{bind}
-	if v6, ok := nodes.InternalIP(env.Node, false); ok {
-		self = append(self, v6)
-	}
+	bind, _ := nodes.PrimaryInternalIP(env.Node) // the agent waited for one
+	self := nodes.InternalIPs(env.Node)
 	if err := l2resp.RaiseNetRaw(); err != nil {
 		return nil, err
 	}

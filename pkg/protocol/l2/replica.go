@@ -106,12 +106,12 @@ func (o *observer) start(ctx context.Context) error {
 }
 
 // localAddress is this replica's source address toward the first node with
-// an IPv4 InternalIP, waiting for one to be listed.
+// an InternalIP (IPv4 first), waiting for one to be listed.
 func (o *observer) localAddress(ctx context.Context) (netip.Addr, error) {
 	for {
 		list, _ := o.watch.Nodes.List(labels.Everything())
 		for _, n := range list {
-			if ip, ok := nodes.InternalIP(n, true); ok {
+			if ip, ok := nodes.PrimaryInternalIP(n); ok {
 				src, err := nodes.SourceToward(netip.AddrPortFrom(ip, 9))
 				if err != nil {
 					return netip.Addr{}, fmt.Errorf("the L2 membership: %w", err)
