@@ -17,6 +17,7 @@ import (
 	"github.com/osrg/gobgp/v4/pkg/server"
 	"k8s.io/klog/v2"
 
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/bfd"
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/limits"
 )
@@ -49,6 +50,9 @@ type Speaker struct {
 	// shared one would let the first peer to finish the restart end it
 	// for the others (whose routers would then flush the kept routes).
 	servers []*server.BgpServer
+	// bfd, while running, has each peer's BFD session (nil for a peer
+	// without BFD), by index in cfg.Peers.
+	bfd     []*bfd.Session
 	started bool
 	stopped bool
 	stop    chan struct{} // closed by Stop
@@ -65,6 +69,10 @@ type PeerState struct {
 	State string
 	// Uptime is how long the session has been established (0 otherwise).
 	Uptime time.Duration
+	// BFD is the state of the peer's BFD session: "up", "down", "init" or
+	// "admindown"; "" for a peer without BFD, or while the speaker is not
+	// running.
+	BFD string
 }
 
 // StateEstablished is the State of a session that is up.
@@ -114,6 +122,16 @@ func (s *Speaker) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var bfdRunning sync.WaitGroup
+	bfdCtx, stopBFD := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBFD()
+	sessions := make([]*bfd.Session, len(servers))
+	for i, srv := range servers {
+		sessions[i] = s.startBFD(bfdCtx, &bfdRunning, logger, i, srv)
+	}
+	s.mu.Lock()
+	s.bfd = sessions
+	s.mu.Unlock()
 	logger.Info("BGP speaker started", "asn", s.cfg.ASN, "routerID", s.cfg.RouterID, "peers", len(s.cfg.Peers))
 
 	select {
@@ -121,9 +139,13 @@ func (s *Speaker) Start(ctx context.Context) error {
 	case <-s.stop:
 	}
 	s.mu.Lock()
-	s.servers = nil
+	s.servers, s.bfd = nil, nil
 	s.mu.Unlock()
 	stopAll(servers)
+	// After the Ceases: the BFD sessions end with AdminDown, which the
+	// routers do not take for a failure.
+	stopBFD()
+	bfdRunning.Wait()
 	logger.Info("BGP speaker stopped")
 	return nil
 }
@@ -419,7 +441,7 @@ func (s *Speaker) PrefixCount() int {
 // order of Config.Peers; "idle" when the speaker is not running.
 func (s *Speaker) PeerStates() []PeerState {
 	s.mu.Lock()
-	servers := s.servers
+	servers, sessions := s.servers, s.bfd
 	s.mu.Unlock()
 	found := map[netip.Addr]PeerState{}
 	for _, srv := range servers {
@@ -436,6 +458,9 @@ func (s *Speaker) PeerStates() []PeerState {
 			st = PeerState{Address: p.Address, State: "idle"}
 		}
 		st.Name = p.Name
+		if i < len(sessions) {
+			st.BFD = bfdState(sessions[i])
+		}
 		out[i] = st
 	}
 	return out
