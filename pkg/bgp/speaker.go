@@ -30,6 +30,10 @@ const grDeferral = 10 * time.Second
 // with (GoBGP waits between one and two times this).
 const connectRetry = 5 * time.Second
 
+// idleAfterReset is how long a session reset by the speaker (its BFD
+// session failed) stays idle before it is dialed again.
+const idleAfterReset = time.Second
+
 // Speaker is an embedded BGP speaker. It runs once: New, Start, then Stop
 // or the end of Start's context. Its methods are safe for concurrent use.
 type Speaker struct {
@@ -560,6 +564,9 @@ func peerConfig(localASN uint32, p Peer) *api.Peer {
 			HoldTime:          hold,
 			KeepaliveInterval: max(hold/3, 1),
 			ConnectRetry:      uint64(connectRetry / time.Second),
+			// After a reset (BFD down, startBFD) dial again soon, not
+			// after GoBGP's 30 s: the path may be back already.
+			IdleHoldTimeAfterReset: uint64(idleAfterReset / time.Second),
 		}},
 		Transport: &api.Transport{RemotePort: uint32(p.Port)},
 		AfiSafis:  []*api.AfiSafi{af},
