@@ -58,4 +58,3 @@ func TestLeafSpineBFDDocs(t *testing.T) {
 		}
 	}
 }
-
