@@ -13,11 +13,20 @@ func sessions(title, desc, sel string) cog.Builder[dashboard.Panel] {
 		query{"max by (instance, peer) (" + sel + ")", "{{instance}} to {{peer}}"})
 }
 
+// bfdSessions is a timeline of the BFD sessions of sel (a
+// *_bgp_bfd_session_up): one line per process and peer with BFD.
+func bfdSessions(title, desc, sel string) cog.Builder[dashboard.Panel] {
+	return upDown(title, desc, bad("down"), good("up"), 8,
+		query{"max by (instance, peer) (" + sel + ")", "{{instance}} to {{peer}}"})
+}
+
 // bgp is the replicas' BGP speakers.
 func bgp() row {
 	return row{"BGP (replicas)", []cog.Builder[dashboard.Panel]{
 		sessions("Replica sessions", "Each replica's BGP session to each router: established or not. A replica whose session is down gets no traffic from that router.",
 			ccm("metal_ccm_bgp_session_up")),
+		bfdSessions("Replica BFD sessions", "Each replica's BFD session to each router with bgp.peers[].bfd: up or not. A BFD session that fails resets its BGP session; one that never comes up means the router runs no BFD for it.",
+			ccm("metal_ccm_bgp_bfd_session_up")),
 		series("Replica prefixes announced", "Prefixes (LoadBalancer addresses, pod CIDRs) each replica announces to its peers. Replicas that announce the same addresses show the same count.",
 			look{unit: "short", min: ptr(0.0)},
 			query{ccm("metal_ccm_bgp_announced_prefixes"), "{{instance}}"}),
@@ -37,6 +46,8 @@ func agents() row {
 	return row{"BGP (node agents)", []cog.Builder[dashboard.Panel]{
 		sessions("Agent sessions", "Each node agent's BGP session to each router: established or not. A node whose session is down carries no LoadBalancer traffic from that router.",
 			agent("metal_ccm_agent_bgp_session_up")),
+		bfdSessions("Agent BFD sessions", "Each node agent's BFD session to each router with bgp.peers[].bfd: up or not. The router drops a node's paths when its BFD session fails (a node powered off: within interval × multiplier).",
+			agent("metal_ccm_agent_bgp_bfd_session_up")),
 		series("Agent prefixes announced", "Prefixes each node agent announces (its node's share), stacked.",
 			look{unit: "short", min: ptr(0.0), stacked: true},
 			query{agent("metal_ccm_agent_bgp_announced_prefixes"), "{{instance}}"}),

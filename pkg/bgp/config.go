@@ -49,6 +49,44 @@ type Peer struct {
 	// 255, and only those that arrive with at least 255 less the hops
 	// (MultihopTTL, else 1) plus one are taken.
 	TTLSecurity bool
+	// BFD, when set, runs a BFD session with the router beside the BGP
+	// session (single hop, or multihop with MultihopTTL); the BGP session
+	// is reset when BFD sees the path fail.
+	BFD *BFD
+}
+
+// BFD is a peer's BFD profile; a zero field takes its default.
+type BFD struct {
+	// ReceiveInterval is the least interval between the router's packets
+	// the speaker wants; 0 means 300ms.
+	ReceiveInterval time.Duration
+	// TransmitInterval is the least interval between the speaker's own
+	// packets; 0 means 300ms.
+	TransmitInterval time.Duration
+	// Multiplier is how many intervals without a packet make the session
+	// fail; 0 means 3.
+	Multiplier uint8
+}
+
+// withDefaults checks b and fills in its zero fields.
+func (b BFD) withDefaults() (BFD, error) {
+	var errs []error
+	for _, iv := range []struct {
+		name string
+		d    *time.Duration
+	}{{"receiveInterval", &b.ReceiveInterval}, {"transmitInterval", &b.TransmitInterval}} {
+		if *iv.d == 0 {
+			*iv.d = limits.DefaultBFDInterval
+		} else if *iv.d < limits.MinBFDInterval || *iv.d > limits.MaxBFDInterval {
+			errs = append(errs, fmt.Errorf("bfd.%s %s must be 0 (default) or between %s and %s", iv.name, *iv.d, limits.MinBFDInterval, limits.MaxBFDInterval))
+		}
+	}
+	if b.Multiplier == 0 {
+		b.Multiplier = limits.DefaultBFDMultiplier
+	} else if b.Multiplier < limits.MinBFDMultiplier {
+		errs = append(errs, fmt.Errorf("bfd.multiplier %d must be 0 (default) or at least %d", b.Multiplier, limits.MinBFDMultiplier))
+	}
+	return b, errors.Join(errs...)
 }
 
 // carries reports whether the peer is sent prefix: one of its own family,
@@ -138,6 +176,13 @@ func (p Peer) withDefaults() (Peer, error) {
 	}
 	if l := p.LocalAddress; l.IsValid() && (l.Is4() != p.Address.Is4() || l.IsUnspecified() || l.IsMulticast() || l.Zone() != "" || l.Is4In6()) {
 		errs = append(errs, fmt.Errorf("localAddress %s must be a unicast address of the peer address's family", p.LocalAddress))
+	}
+	if p.BFD != nil {
+		b, err := p.BFD.withDefaults()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		p.BFD = &b
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Peer{}, err

@@ -41,6 +41,10 @@ func TestNewValidates(t *testing.T) {
 		{"restart time too long", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: peer4, ASN: 2, RestartTime: time.Hour * 2}}}, "restartTime"},
 		{"local address of other family", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: peer4, ASN: 2, LocalAddress: peer6}}}, "localAddress"},
 		{"mapped address", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: netip.MustParseAddr("::ffff:198.18.10.1"), ASN: 2}}}, "IPv4-mapped"},
+		{"bfd with defaults", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: peer4, ASN: 2, BFD: &BFD{}}}}, ""},
+		{"bfd interval too short", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: peer4, ASN: 2, BFD: &BFD{ReceiveInterval: 10 * time.Millisecond}}}}, "peers[0]: bfd.receiveInterval"},
+		{"bfd interval too long", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: peer4, ASN: 2, BFD: &BFD{TransmitInterval: time.Minute}}}}, "bfd.transmitInterval"},
+		{"bfd multiplier 1", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: peer4, ASN: 2, BFD: &BFD{Multiplier: 1}}}}, "bfd.multiplier"},
 		{"zoned address", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: netip.MustParseAddr("fe80::1%eth0"), ASN: 2}}}, "zone"},
 	}
 	for _, tt := range tests {
@@ -83,6 +87,25 @@ func TestDefaults(t *testing.T) {
 	}
 	if c.GracefulRestart != nil || len(c.AfiSafis) != 1 || c.AfiSafis[0].AddPaths.Config.SendMax != limits.MaxNextHops {
 		t.Errorf("GoBGP peer config = %v", c)
+	}
+}
+
+func TestBFDDefaults(t *testing.T) {
+	s, err := New(Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: peer4, ASN: 2, BFD: &BFD{ReceiveInterval: time.Second}}, {Address: peer6, ASN: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := BFD{ReceiveInterval: time.Second, TransmitInterval: limits.DefaultBFDInterval, Multiplier: limits.DefaultBFDMultiplier}
+	if b := s.cfg.Peers[0].BFD; b == nil || *b != want {
+		t.Errorf("BFD with defaults = %+v, want %+v", b, want)
+	}
+	if b := s.cfg.Peers[1].BFD; b != nil {
+		t.Errorf("a peer without BFD got %+v", b)
+	}
+	for _, st := range s.PeerStates() {
+		if st.BFD != "" {
+			t.Errorf("%s: BFD state %q before Start, want none", st.Address, st.BFD)
+		}
 	}
 }
 

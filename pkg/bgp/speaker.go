@@ -17,6 +17,7 @@ import (
 	"github.com/osrg/gobgp/v4/pkg/server"
 	"k8s.io/klog/v2"
 
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/bfd"
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/limits"
 )
@@ -28,6 +29,10 @@ const grDeferral = 10 * time.Second
 // connectRetry is how often a speaker re-dials a peer it has no session
 // with (GoBGP waits between one and two times this).
 const connectRetry = 5 * time.Second
+
+// idleAfterReset is how long a session reset by the speaker (its BFD
+// session failed) stays idle before it is dialed again.
+const idleAfterReset = time.Second
 
 // Speaker is an embedded BGP speaker. It runs once: New, Start, then Stop
 // or the end of Start's context. Its methods are safe for concurrent use.
@@ -49,6 +54,9 @@ type Speaker struct {
 	// shared one would let the first peer to finish the restart end it
 	// for the others (whose routers would then flush the kept routes).
 	servers []*server.BgpServer
+	// bfd, while running, has each peer's BFD session (nil for a peer
+	// without BFD), by index in cfg.Peers.
+	bfd     []*bfd.Session
 	started bool
 	stopped bool
 	stop    chan struct{} // closed by Stop
@@ -65,6 +73,10 @@ type PeerState struct {
 	State string
 	// Uptime is how long the session has been established (0 otherwise).
 	Uptime time.Duration
+	// BFD is the state of the peer's BFD session: "up", "down", "init" or
+	// "admindown"; "" for a peer without BFD, or while the speaker is not
+	// running.
+	BFD string
 }
 
 // StateEstablished is the State of a session that is up.
@@ -114,6 +126,16 @@ func (s *Speaker) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var bfdRunning sync.WaitGroup
+	bfdCtx, stopBFD := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBFD()
+	sessions := make([]*bfd.Session, len(servers))
+	for i, srv := range servers {
+		sessions[i] = s.startBFD(bfdCtx, &bfdRunning, logger, i, srv)
+	}
+	s.mu.Lock()
+	s.bfd = sessions
+	s.mu.Unlock()
 	logger.Info("BGP speaker started", "asn", s.cfg.ASN, "routerID", s.cfg.RouterID, "peers", len(s.cfg.Peers))
 
 	select {
@@ -121,9 +143,13 @@ func (s *Speaker) Start(ctx context.Context) error {
 	case <-s.stop:
 	}
 	s.mu.Lock()
-	s.servers = nil
+	s.servers, s.bfd = nil, nil
 	s.mu.Unlock()
 	stopAll(servers)
+	// After the Ceases: the BFD sessions end with AdminDown, which the
+	// routers do not take for a failure.
+	stopBFD()
+	bfdRunning.Wait()
 	logger.Info("BGP speaker stopped")
 	return nil
 }
@@ -419,7 +445,7 @@ func (s *Speaker) PrefixCount() int {
 // order of Config.Peers; "idle" when the speaker is not running.
 func (s *Speaker) PeerStates() []PeerState {
 	s.mu.Lock()
-	servers := s.servers
+	servers, sessions := s.servers, s.bfd
 	s.mu.Unlock()
 	found := map[netip.Addr]PeerState{}
 	for _, srv := range servers {
@@ -436,6 +462,9 @@ func (s *Speaker) PeerStates() []PeerState {
 			st = PeerState{Address: p.Address, State: "idle"}
 		}
 		st.Name = p.Name
+		if i < len(sessions) {
+			st.BFD = bfdState(sessions[i])
+		}
 		out[i] = st
 	}
 	return out
@@ -535,6 +564,9 @@ func peerConfig(localASN uint32, p Peer) *api.Peer {
 			HoldTime:          hold,
 			KeepaliveInterval: max(hold/3, 1),
 			ConnectRetry:      uint64(connectRetry / time.Second),
+			// After a reset (BFD down, startBFD) dial again soon, not
+			// after GoBGP's 30 s: the path may be back already.
+			IdleHoldTimeAfterReset: uint64(idleAfterReset / time.Second),
 		}},
 		Transport: &api.Transport{RemotePort: uint32(p.Port)},
 		AfiSafis:  []*api.AfiSafi{af},

@@ -185,6 +185,21 @@ healthChecks: {enabled: false}
 			},
 		},
 		{
+			name: "BFD out of bounds, and no echo",
+			in: header + `bgp:
+  asn: 64512
+  peers:
+  - {address: 198.18.1.1, asn: 64500, bfd: {receiveInterval: 10ms, transmitInterval: 1m, multiplier: 1}}
+  - {address: 198.18.1.2, asn: 64500, bfd: {echo: true}}
+`,
+			want: []string{
+				`bgp.peers[0].bfd.receiveInterval: Invalid value: "10ms": must be from 50ms to 10s`,
+				`bgp.peers[0].bfd.transmitInterval: Invalid value: "1m0s": must be from 50ms to 10s`,
+				`bgp.peers[0].bfd.multiplier: Invalid value: 1: must be from 2 to 255`,
+				`unknown field "bgp.peers[1].bfd.echo"`,
+			},
+		},
+		{
 			name: "announceFrom Nodes refuses per-replica fields",
 			in: header + `bgp:
   asn: 64512
@@ -451,8 +466,19 @@ func TestBGPDefaults(t *testing.T) {
 	if p.Port != 179 || p.HoldTime.Duration != DefaultHoldTime || !*p.GracefulRestart.Enabled || p.GracefulRestart.RestartTime.Duration != DefaultRestartTime {
 		t.Errorf("peer defaults: %+v %+v", p, *p.GracefulRestart)
 	}
+	if p.BFD != nil {
+		t.Errorf("BFD on by default: %+v", *p.BFD)
+	}
 	if !*c.LoadBalancer.Pools[0].AutoAssign {
 		t.Error("autoAssign default is not true")
+	}
+	c, err = Parse([]byte(header + "bgp:\n  asn: 64512\n  peers:\n  - {address: 198.18.10.1, asn: 64500, bfd: {transmitInterval: 1s}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := BFD{ReceiveInterval: metav1.Duration{Duration: 300 * time.Millisecond}, TransmitInterval: metav1.Duration{Duration: time.Second}, Multiplier: 3}
+	if b := c.BGP.Peers[0].BFD; b == nil || *b != want {
+		t.Errorf("BFD defaults: %+v, want %+v", b, want)
 	}
 }
 

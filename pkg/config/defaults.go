@@ -123,6 +123,17 @@ func (c *CloudConfig) Default() {
 		if p.GracefulRestart.Enabled == nil {
 			p.GracefulRestart.Enabled = ptr.To(true)
 		}
+		if b := p.BFD; b != nil {
+			if b.ReceiveInterval.Duration == 0 {
+				b.ReceiveInterval.Duration = limits.DefaultBFDInterval
+			}
+			if b.TransmitInterval.Duration == 0 {
+				b.TransmitInterval.Duration = limits.DefaultBFDInterval
+			}
+			if b.Multiplier == 0 {
+				b.Multiplier = limits.DefaultBFDMultiplier
+			}
+		}
 		if p.PodRoutes == nil {
 			p.PodRoutes = ptr.To(true)
 		}

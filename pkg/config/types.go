@@ -350,6 +350,27 @@ type BGPPeer struct {
 	// (BIRD: ttl security on; FRR: neighbor ttl-security hops 1). Default:
 	// false.
 	TTLSecurity bool `json:"ttlSecurity,omitempty"`
+	// BFD runs Bidirectional Forwarding Detection (RFC 5880) with the
+	// router beside the session, so that the router drops this speaker's
+	// paths within receiveInterval × multiplier of the node's failure (not
+	// the hold time): single hop (RFC 5881), or multihop (RFC 5883) with
+	// ebgpMultihop. The router must run BFD for the session too
+	// (docs/loadbalancer.md). Default: none.
+	BFD *BFD `json:"bfd,omitempty"`
+}
+
+// BFD is a peer's BFD profile. No echo function: echo packets are the
+// speaker's own, looped back by the router, which takes raw sockets.
+type BFD struct {
+	// ReceiveInterval is the least interval between the router's BFD
+	// packets this speaker asks for, from 50ms to 10s. Default: 300ms.
+	ReceiveInterval metav1.Duration `json:"receiveInterval,omitempty"`
+	// TransmitInterval is the least interval between this speaker's BFD
+	// packets, from 50ms to 10s. Default: 300ms.
+	TransmitInterval metav1.Duration `json:"transmitInterval,omitempty"`
+	// Multiplier is how many intervals without a packet make a side
+	// declare the path down, from 2 to 255. Default: 3.
+	Multiplier int `json:"multiplier,omitempty"`
 }
 
 // GracefulRestart configures BGP graceful restart (RFC 4724) for a peer.

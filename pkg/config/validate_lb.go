@@ -153,6 +153,7 @@ func (b *BGP) validate(p *field.Path) field.ErrorList {
 				peer.localAddress = local
 			}
 		}
+		errs = append(errs, peer.BFD.validate(pp.Child("bfd"))...)
 		if gr := peer.GracefulRestart; gr != nil && gr.RestartTime != nil &&
 			(gr.RestartTime.Duration < limits.MinRestartTime || gr.RestartTime.Duration > limits.MaxRestartTime) {
 			errs = append(errs, field.Invalid(pp.Child("gracefulRestart", "restartTime"), gr.RestartTime.Duration.String(),

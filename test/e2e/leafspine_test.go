@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -19,9 +20,16 @@ import (
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
 
-// leafSpineHoldTime is the agents' sessions' hold time (the shortest BGP
-// allows), and so the most a killed agent's paths stay at its ToR.
-const leafSpineHoldTime = 3 * time.Second
+// leafSpineHoldTime is the agents' sessions' hold time, and so the most a
+// killed agent's paths stay at its ToR without BFD; with BFD (300 ms × 3)
+// they leave in about a second, well within it, which tells BFD's work from
+// the hold timer's.
+const leafSpineHoldTime = 9 * time.Second
+
+// bfdWithdrawBound is the most a powered-off node's paths may stay at its
+// ToR with BFD 300 ms × 3 (goal: about 1 s; a shared test machine is slow
+// at times): well below leafSpineHoldTime.
+const bfdWithdrawBound = 4 * time.Second
 
 // TestLeafSpineNodeAgents: two racks behind their own ToR (ToR 1 without
 // ADD-PATH), a spine with ECMP, the client behind it. The real agent on
@@ -34,11 +42,15 @@ func TestLeafSpineNodeAgents(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		tors [2]netlab.RouterKind
+		bfd  bool
 	}{
-		{"BIRD ToRs", [2]netlab.RouterKind{netlab.RouterBIRD, netlab.RouterBIRD}},
-		{"ToR 1 FRR", [2]netlab.RouterKind{netlab.RouterBIRD, netlab.RouterFRR}},
+		// BFD on every node session: BIRD's bfd protocol.
+		{"BIRD ToRs", [2]netlab.RouterKind{netlab.RouterBIRD, netlab.RouterBIRD}, true},
+		{"ToR 1 FRR", [2]netlab.RouterKind{netlab.RouterBIRD, netlab.RouterFRR}, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) { testLeafSpineNodeAgents(t, netlab.LeafSpineOptions{TorRouter: tc.tors}) })
+		t.Run(tc.name, func(t *testing.T) {
+			testLeafSpineNodeAgents(t, netlab.LeafSpineOptions{TorRouter: tc.tors, BFD: tc.bfd})
+		})
 	}
 }
 
@@ -217,6 +229,58 @@ func testLeafSpineNodeAgents(t *testing.T, opts netlab.LeafSpineOptions) {
 		a.Process = proc
 		wait(ls.Tors[1], p, ls.NodeAddrs(netlab.IPv4, 1)...)
 		wait(ls.Spine, p, netlab.LeafSpineTorUplinkAddr(netlab.IPv4, 0), netlab.LeafSpineTorUplinkAddr(netlab.IPv4, 1))
+	})
+
+	t.Run("BFD: sessions up, a powered-off node's paths leave its ToR in about a second", func(t *testing.T) {
+		if !opts.BFD {
+			t.Skip("no BFD at the ToRs in this setup")
+		}
+		// Every node's BFD session is up at its ToR, and the agent says so.
+		for _, n := range nodes {
+			bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err := ls.WaitBFDUp(bctx, ls.Tors[n.r], netlab.LeafSpineNodeAddr(netlab.IPv4, n.r, n.i), netlab.LeafSpineNodeAddr(netlab.IPv6, n.r, n.i))
+			cancel()
+			if err != nil {
+				t.Fatalf("ToR %d: BFD sessions with %s not up: %v\n%s", n.r, n.name, err, ls.RouterLogs())
+			}
+			out, err := ls.Exec(ls.NodeNamespace(n.r, n.i), "curl", "-sS", "--max-time", "5", "http://127.0.0.1:10263/metrics")
+			want := fmt.Sprintf("metal_ccm_agent_bgp_bfd_session_up{peer=%q} 1", netlab.LeafSpineTorAddr(netlab.IPv4, n.r))
+			if err != nil || !strings.Contains(out, want) {
+				t.Errorf("agent of %s: /metrics lacks %q (%v)", n.name, want, err)
+			}
+		}
+		// Power rack 1's node 1 off: its link down, its agent frozen.
+		k := slices.IndexFunc(nodes, func(n rackNode) bool { return n.r == 1 && n.i == 1 })
+		a := agents[k]
+		p := netlab.HostPrefix(vips[slices.IndexFunc(vips, netip.Addr.Is4)])
+		wait(ls.Tors[1], p, ls.NodeAddrs(netlab.IPv4, 1)...)
+		if err := ls.SetNodeLink(1, 1, false); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := syscall.Kill(a.PID(), syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = syscall.Kill(a.PID(), syscall.SIGCONT)
+			_ = ls.SetNodeLink(1, 1, true)
+		})
+		wctx, cancel := context.WithTimeout(ctx, bfdWithdrawBound)
+		defer cancel()
+		err := ls.WaitRoute(wctx, ls.Tors[1], p, []netip.Addr{netlab.LeafSpineNodeAddr(netlab.IPv4, 1, 0)})
+		took := time.Since(start)
+		if err != nil {
+			t.Fatalf("the powered-off node's path stays at ToR 1 past %s (hold time %s): %v", bfdWithdrawBound, leafSpineHoldTime, err)
+		}
+		t.Logf("node %s powered off: its path gone from ToR 1's kernel after %.2fs (BFD 300ms × 3, hold time %s)", nodes[k].name, took.Seconds(), leafSpineHoldTime)
+		// Power on: the node's path is back.
+		if err := ls.SetNodeLink(1, 1, true); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(a.PID(), syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		wait(ls.Tors[1], p, ls.NodeAddrs(netlab.IPv4, 1)...)
 	})
 
 	t.Run("Local narrows to the node with an endpoint", func(t *testing.T) {

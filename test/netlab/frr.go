@@ -22,6 +22,7 @@ import (
 var (
 	zebraPath = "/usr/lib/frr/zebra"
 	bgpdPath  = "/usr/lib/frr/bgpd"
+	bfddPath  = "/usr/lib/frr/bfdd"
 	vtyshPath = lookPath("vtysh", "/usr/bin")
 )
 
@@ -86,12 +87,12 @@ func (n *routerNS) vtyshTo(daemon string, commands ...string) (string, error) {
 }
 
 // runFRR writes bgpd's config conf (with zebra's defaults) into FRRDir and
-// runs zebra, then bgpd, in n's namespace, each until it answers on its
+// runs zebra, then bfdd with bfddConf when it is not "", then bgpd, in n's namespace, each until it answers on its
 // vty socket, and bgpd until it has at least wantSessions neighbours (a
 // listen range adds more as they connect). The daemons' PIDs stay in n,
 // whose closeRouter stops them.
-func (n *routerNS) runFRR(conf string, wantSessions int) error {
-	if err := n.writeFRRFiles(conf); err != nil {
+func (n *routerNS) runFRR(conf, bfddConf string, wantSessions int) error {
+	if err := n.writeFRRFiles(conf, bfddConf); err != nil {
 		return err
 	}
 	if _, err := os.Stat(frrTmpBase); errors.Is(err, os.ErrNotExist) {
@@ -110,6 +111,16 @@ func (n *routerNS) runFRR(conf string, wantSessions int) error {
 	n.mu.Lock()
 	n.zebra = zebra
 	n.mu.Unlock()
+	if bfddConf != "" {
+		bfdd, err := n.startFRRDaemon("bfdd", bfddPath, slices.Concat(common,
+			[]string{"-f", n.frrFile("bfdd.conf"), "-i", n.frrFile("bfdd.pid"), "--bfdctl", n.frrFile("bfdd.sock")})...)
+		if err != nil {
+			return err
+		}
+		n.mu.Lock()
+		n.bfdd = bfdd
+		n.mu.Unlock()
+	}
 	bgpd, err := n.startFRRDaemon("bgpd", bgpdPath, slices.Concat(common,
 		[]string{"-f", n.frrFile("frr.conf"), "-i", n.frrFile("bgpd.pid")})...)
 	if err != nil {
@@ -143,7 +154,7 @@ func (n *routerNS) runFRR(conf string, wantSessions int) error {
 // writeFRRFiles makes FRRDir, owned by the frr user, with bgpd's config
 // conf, zebra's (defaults) and an empty vtysh.conf (so vtysh reads nothing of
 // /etc/frr).
-func (n *routerNS) writeFRRFiles(conf string) error {
+func (n *routerNS) writeFRRFiles(conf, bfddConf string) error {
 	u, err := user.Lookup(frrUser)
 	if err != nil {
 		return fmt.Errorf("frr user: %w", err)
@@ -169,13 +180,14 @@ func (n *routerNS) writeFRRFiles(conf string) error {
 		"frr.conf":   conf,
 		"zebra.conf": "! zebra of test/netlab's router: defaults only\nhostname netlab-router\n",
 		"vtysh.conf": "",
+		"bfdd.conf":  bfddConf,
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o640); err != nil { //nolint:gosec // for the frr group too, as FRR's own files
 			return fmt.Errorf("frr config: %w", err)
 		}
 	}
-	for _, p := range []string{dir, filepath.Join(dir, "frr.conf"), filepath.Join(dir, "zebra.conf")} {
+	for _, p := range []string{dir, filepath.Join(dir, "frr.conf"), filepath.Join(dir, "zebra.conf"), filepath.Join(dir, "bfdd.conf")} {
 		if err := os.Chown(p, uid, gid); err != nil {
 			return fmt.Errorf("frr dir: %w", err)
 		}
@@ -209,7 +221,7 @@ func (n *routerNS) startFRRDaemon(name, bin string, args ...string) (*framework.
 // stopFRR stops bgpd, then zebra (which then removes bgpd's kernel routes),
 // by PID; n.mu is held.
 func (n *routerNS) stopFRR() {
-	for _, p := range []**framework.Process{&n.bgpd, &n.zebra} {
+	for _, p := range []**framework.Process{&n.bgpd, &n.bfdd, &n.zebra} {
 		if *p != nil {
 			(*p).Stop(routerStopGrace)
 			removeFRRTmp((*p).Name, (*p).PID())
@@ -235,7 +247,7 @@ func (n *routerNS) closeFRR() {
 // frrLog is zebra's and bgpd's output.
 func (n *routerNS) frrLog() string {
 	var b strings.Builder
-	for _, d := range []string{"bgpd", "zebra"} {
+	for _, d := range []string{"bgpd", "bfdd", "zebra"} {
 		fmt.Fprintf(&b, "=== %s ===\n%s\n", d, readLog(d, n.frrLogPath(d)))
 	}
 	return b.String()

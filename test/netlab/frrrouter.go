@@ -32,7 +32,11 @@ func (r *frrRouter) start() error {
 	if err != nil {
 		return err
 	}
-	return r.n.runFRR(conf, r.cfg.sessions)
+	bfdd := ""
+	if r.cfg.bfdd != nil {
+		bfdd = r.cfg.bfdd()
+	}
+	return r.n.runFRR(conf, bfdd, r.cfg.sessions)
 }
 
 func (r *frrRouter) stop() { r.n.stopFRR() }

@@ -70,6 +70,9 @@ type LeafSpineOptions struct {
 	AddPathTor int
 	// Password is the TCP MD5 password of the node sessions ("" = none).
 	Password string
+	// BFD runs BFD on the ToRs' node sessions (BIRD's bfd protocol, FRR's
+	// bfdd), 300 ms × 3 as LeafSpineBFD gives the agents.
+	BFD bool
 	// Beside, when set, is a running one-segment lab of this process: the
 	// leaf-spine lab is built beside it, under the machine-wide lock that
 	// lab holds, instead of waiting for it to close (which would never

@@ -13,11 +13,15 @@ const LeafSpineZoneLabel = "topology.kubernetes.io/zone"
 // LeafSpineZone is the zone of rack r's nodes ("rack0", "rack1").
 func LeafSpineZone(r int) string { return fmt.Sprintf("rack%d", r) }
 
+// LeafSpineBFD is the agents' BFD profile with LeafSpineOptions.BFD, as a
+// peer's YAML field: the ToRs' (300 ms × 3).
+const LeafSpineBFD = "bfd: {receiveInterval: 300ms, transmitInterval: 300ms, multiplier: 3}"
+
 // AgentCloudConfig is the node agents' cloud-config for this lab, as
 // docs/leaf-spine.md gives it: announceFrom Nodes, one pool of the given
 // ranges, and per rack the ToR's IPv4 and IPv6 addresses as peers with the
 // ToR's AS, selected by the rack's zone (LeafSpineZoneLabel), with the given
-// hold time. The lab's nodes run no kube-proxy: no health checks. More
+// hold time, and LeafSpineBFD with Opts.BFD. The lab's nodes run no kube-proxy: no health checks. More
 // top-level YAML may be appended to it.
 func (ls *LeafSpine) AgentCloudConfig(holdTime time.Duration, pool ...string) string {
 	quoted := make([]string, len(pool))
@@ -38,10 +42,14 @@ bgp:
   announceFrom: Nodes
   peers:
 `, strings.Join(quoted, ", "), ls.Opts.NodeASN)
+	bfd := ""
+	if ls.Opts.BFD {
+		bfd = ", " + LeafSpineBFD
+	}
 	for r := range ls.Tors {
 		for _, f := range []Family{IPv4, IPv6} {
-			fmt.Fprintf(&b, "  - {address: %q, asn: %d, holdTime: %s, nodeSelector: {matchLabels: {%s: %s}}}\n",
-				LeafSpineTorAddr(f, r), ls.Opts.TorASN[r], holdTime, LeafSpineZoneLabel, LeafSpineZone(r))
+			fmt.Fprintf(&b, "  - {address: %q, asn: %d, holdTime: %s, nodeSelector: {matchLabels: {%s: %s}}%s}\n",
+				LeafSpineTorAddr(f, r), ls.Opts.TorASN[r], holdTime, LeafSpineZoneLabel, LeafSpineZone(r), bfd)
 		}
 	}
 	return b.String()

@@ -33,6 +33,21 @@ protocol kernel kernel6 {
 
 `
 
+// lsBIRDBFD is a ToR's BFD with its nodes: the agents' profile (300 ms ×
+// 3), so that BIRD sees a node gone within about a second.
+const lsBIRDBFD = `# BFD with the nodes (bgp.peers[].bfd: 300ms × 3): a node that stops
+# answering is down within about a second, not the hold time.
+protocol bfd {
+	interface "` + bridgeName + `" {
+		min rx interval 300 ms;
+		min tx interval 300 ms;
+		idle tx interval 300 ms;
+		multiplier 3;
+	};
+}
+
+`
+
 // lsBGPTimers make the lab's sessions come up within a second or two
 // instead of BIRD's default 5 s connect delay; tests wait for them.
 const lsBGPTimers = "\tconnect delay time 1;\n\tconnect retry time 2;\n\terror wait time 1, 10;\n"
@@ -53,12 +68,18 @@ func (ls *LeafSpine) birdTorConfig(r int) (string, map[string]netip.Addr) {
 	b.WriteString("# The rack's node subnet, announced to the spine so that the nodes' own\n# addresses are reachable from other racks.\n")
 	fmt.Fprintf(&b, "protocol direct rack {\n\tipv4;\n\tipv6;\n\tinterface %q;\n}\n\n", bridgeName)
 	b.WriteString(lsKernelProtocols)
+	if o.BFD {
+		b.WriteString(lsBIRDBFD)
+	}
 	for _, f := range []Family{IPv4, IPv6} {
 		fmt.Fprintf(&b, "# The nodes (%s): each node's agent dials its own session and announces\n", channel(f))
 		b.WriteString("# each address with itself as next hop; the ToR sends the nodes nothing\n# (their default route points to it).\n")
 		fmt.Fprintf(&b, "template bgp nodes%d {\n", f)
 		fmt.Fprintf(&b, "\tlocal %s as %d;\n", LeafSpineTorAddr(f, r), o.TorASN[r])
 		b.WriteString("\tpassive on;\n")
+		if o.BFD {
+			b.WriteString("\tbfd on;            # a node that stops answering BFD is down\n")
+		}
 		b.WriteString(lsBGPTimers)
 		if o.Password != "" {
 			fmt.Fprintf(&b, "\tpassword %q;\n", o.Password)

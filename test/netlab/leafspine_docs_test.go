@@ -23,3 +23,38 @@ func TestLeafSpineDocs(t *testing.T) {
 		}
 	}
 }
+
+// TestLeafSpineBFDDocs keeps docs/leaf-spine.md's BFD configs the ones the
+// lab runs with LeafSpineOptions.BFD, which test/e2e brings up with the
+// agents: BIRD's bfd protocol (and bfd on in the nodes' template), FRR's
+// bfdd profile (and the peer groups' use of it).
+func TestLeafSpineBFDDocs(t *testing.T) {
+	tors, _, err := LeafSpineConfigs(LeafSpineOptions{TorRouter: [2]RouterKind{RouterBIRD, RouterFRR}, BFD: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		marker, lab string
+		uses        []string // lines the ToR's config has beside the block
+		tor         int
+	}{
+		{"<!-- leafspine:bfd-bird -->", lsBIRDBFD, []string{"\tbfd on;"}, 0},
+		{"<!-- leafspine:bfd-frr -->", lsFRRBfddConfig, []string{" neighbor NODES bfd profile nodes", " neighbor NODES6 bfd profile nodes"}, 1},
+	} {
+		block, err := DocBlock("leaf-spine.md", tc.marker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.TrimRight(tc.lab, "\n"); block != want {
+			t.Errorf("docs/leaf-spine.md: the block after %s differs from the lab's; put this in it:\n%s", tc.marker, want)
+		}
+		if !strings.Contains(tors[tc.tor], tc.lab) && tc.tor == 0 {
+			t.Errorf("ToR 0's config lacks the BFD block:\n%s", tors[0])
+		}
+		for _, line := range tc.uses {
+			if !strings.Contains(tors[tc.tor], line) {
+				t.Errorf("ToR %d's config lacks %q:\n%s", tc.tor, line, tors[tc.tor])
+			}
+		}
+	}
+}

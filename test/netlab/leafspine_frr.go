@@ -35,12 +35,19 @@ router bgp {{.TorASN}}
  ! the nodes: one session per node, from any address of the rack's subnet
  neighbor NODES peer-group
  neighbor NODES remote-as {{.NodeASN}}
+{{- if .BFD}}
+ ! BFD with the nodes, bfdd's profile "nodes" (300 ms × 3)
+ neighbor NODES bfd profile nodes
+{{- end}}
 {{- if .Password}}
  neighbor NODES password {{.Password}}
 {{- end}}
  bgp listen range {{.Subnet4}} peer-group NODES
  neighbor NODES6 peer-group
  neighbor NODES6 remote-as {{.NodeASN}}
+{{- if .BFD}}
+ neighbor NODES6 bfd profile nodes
+{{- end}}
 {{- if .Password}}
  neighbor NODES6 password {{.Password}}
 {{- end}}
@@ -68,6 +75,18 @@ router bgp {{.TorASN}}
 exit
 `))
 
+// lsFRRBfddConfig is an FRR ToR's bfdd config with BFD: the profile its
+// node peer groups use, the agents' 300 ms × 3.
+const lsFRRBfddConfig = `! bfdd of a ToR (test/netlab leaf-spine lab), FRR 8.4
+bfd
+ profile nodes
+  receive-interval 300
+  transmit-interval 300
+  detect-multiplier 3
+ exit
+exit
+`
+
 // frrTorConfig renders lsFRRTorTemplate for ToR r.
 func (ls *LeafSpine) frrTorConfig(r int) (string, error) {
 	o := &ls.Opts
@@ -83,6 +102,7 @@ func (ls *LeafSpine) frrTorConfig(r int) (string, error) {
 		"Spine4":   LeafSpineSpineAddr(IPv4, r),
 		"Spine6":   LeafSpineSpineAddr(IPv6, r),
 		"SpineASN": o.SpineASN,
+		"BFD":      o.BFD,
 	})
 	if err != nil {
 		return "", fmt.Errorf("netlab FRR ToR config: %w", err)

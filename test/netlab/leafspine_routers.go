@@ -25,12 +25,16 @@ func (ls *LeafSpine) SpineConfig() string { return ls.routers[ls.Spine].conf }
 // torRouterConfig is ToR r's, for a BIRD or an FRR ToR.
 func (ls *LeafSpine) torRouterConfig(r int) routerConfig {
 	bird, peers := ls.birdTorConfig(r)
-	return routerConfig{
+	cfg := routerConfig{
 		bird:     func() string { return bird },
 		frr:      func() (string, error) { return ls.frrTorConfig(r) },
 		peerAddr: peersOf(peers),
 		sessions: 2, // bgpd is ready with its two spine sessions
 	}
+	if ls.Opts.BFD {
+		cfg.bfdd = func() string { return lsFRRBfddConfig }
+	}
+	return cfg
 }
 
 // spineRouterConfig is the spine's, always BIRD.

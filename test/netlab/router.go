@@ -81,6 +81,9 @@ type routerConfig struct {
 	// always of one kind (the leaf-spine's spine) leaves the other nil.
 	bird func() string
 	frr  func() (string, error)
+	// bfdd, when not nil, is FRR's bfdd config (its profiles): bfdd runs
+	// beside bgpd.
+	bfdd func() string
 	// peerAddr is the neighbor address of a BIRD protocol.
 	peerAddr func(protocol string) (netip.Addr, bool)
 	// sessions: bgpd is ready once it has this many neighbours (a listen

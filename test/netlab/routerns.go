@@ -20,8 +20,9 @@ type routerNS struct {
 	rt   router
 
 	mu sync.Mutex // guards what follows
-	// The daemons' processes: bird, or zebra and bgpd (rt says which).
-	bird, zebra, bgpd *framework.Process
+	// The daemons' processes: bird, or zebra, bgpd and bfdd (when the
+	// config has BFD; rt says which).
+	bird, zebra, bgpd, bfdd *framework.Process
 	// frrMadeTmpBase: FRR's /var/tmp/frr did not exist before the lab.
 	frrMadeTmpBase bool
 	closed         bool

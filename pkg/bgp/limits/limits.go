@@ -29,3 +29,19 @@ const (
 // MaxNextHops is the most paths per prefix: the speaker's ADD-PATH send-max
 // is a byte, and it asks for all of them.
 const MaxNextHops = 255
+
+// BFD (RFC 5880) of a peer: the defaults (FRR's and a common router
+// profile: a dead neighbour seen in under a second) and the bounds.
+const (
+	DefaultBFDInterval   = 300 * time.Millisecond
+	DefaultBFDMultiplier = 3
+	// MinBFDInterval is the shortest receive or transmit interval: below
+	// it a process's timers (and a loaded node's scheduler) make false
+	// failures likely. MaxBFDInterval keeps detection under a minute.
+	MinBFDInterval = 50 * time.Millisecond
+	MaxBFDInterval = 10 * time.Second
+	// MinBFDMultiplier and MaxBFDMultiplier bound the detect multiplier
+	// (a byte; 1 would take one lost packet for a failure).
+	MinBFDMultiplier = 2
+	MaxBFDMultiplier = 255
+)

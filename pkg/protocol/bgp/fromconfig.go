@@ -12,7 +12,7 @@ import (
 
 // PeerFrom is the session of the cloud-config's peer p (bgp.peers[i]), as
 // both the replicas and the node agents run it: address, AS, port, hold
-// time, multihop TTL, TTL security, graceful restart, the pod-route filter (a peer with
+// time, multihop TTL, TTL security, BFD, graceful restart, the pod-route filter (a peer with
 // podRoutes false gets nothing inside routes.clusterCIDRs) and the password
 // read from its file. The caller adds what differs: the replicas' fixed
 // source address.
@@ -27,6 +27,10 @@ func PeerFrom(p *config.BGPPeer, i int, r *config.Routes) (speaker.Peer, error) 
 		if gr.RestartTime != nil {
 			peer.RestartTime = gr.RestartTime.Duration
 		}
+	}
+	if b := p.BFD; b != nil {
+		peer.BFD = &speaker.BFD{ReceiveInterval: b.ReceiveInterval.Duration, TransmitInterval: b.TransmitInterval.Duration,
+			Multiplier: uint8(b.Multiplier)} //nolint:gosec // validated: 2 to 255
 	}
 	if p.PodRoutes != nil && !*p.PodRoutes {
 		peer.Deny = r.ClusterPrefixes()

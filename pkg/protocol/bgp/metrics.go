@@ -18,14 +18,25 @@ var (
 	descAgentSession = metrics.NewDesc("metal_ccm_agent_bgp_session_up",
 		"1 when the node agent's BGP session to a peer is established, else 0.",
 		[]string{"peer", "state"}, nil, metrics.ALPHA, "")
+	descReplicaBFD = metrics.NewDesc("metal_ccm_bgp_bfd_session_up",
+		"1 when the BFD session to a peer with BFD is up, else 0. Reported by every replica.",
+		[]string{"peer"}, nil, metrics.ALPHA, "")
+	descAgentBFD = metrics.NewDesc("metal_ccm_agent_bgp_bfd_session_up",
+		"1 when the node agent's BFD session to a peer with BFD is up, else 0.",
+		[]string{"peer"}, nil, metrics.ALPHA, "")
 	descAgentPrefixes = metrics.NewDesc("metal_ccm_agent_bgp_announced_prefixes",
 		"Prefixes the node agent announces.", nil, nil, metrics.ALPHA, "")
 )
+
+// bfdUp is PeerState.BFD of a BFD session that is up.
+const bfdUp = "up"
 
 // session is one session as the metrics show it.
 type session struct {
 	up          float64 // 1 when established
 	peer, state string
+	bfd         bool    // the peer has BFD
+	bfdUp       float64 // 1 when its BFD session is up
 }
 
 // sessions are sp's sessions for the metrics.
@@ -37,6 +48,12 @@ func sessions(sp *speaker.Speaker) []session {
 		if p.Established() {
 			s.up = 1
 		}
+		if p.BFD != "" {
+			s.bfd = true
+			if p.BFD == bfdUp {
+				s.bfdUp = 1
+			}
+		}
 		out = append(out, s)
 	}
 	return out
@@ -46,6 +63,9 @@ func sessions(sp *speaker.Speaker) []session {
 func collectReplica(sp *speaker.Speaker, ch chan<- metrics.Metric) {
 	for _, s := range sessions(sp) {
 		ch <- metrics.NewLazyConstMetric(descReplicaSession, metrics.GaugeValue, s.up, s.peer, s.state)
+		if s.bfd {
+			ch <- metrics.NewLazyConstMetric(descReplicaBFD, metrics.GaugeValue, s.bfdUp, s.peer)
+		}
 	}
 	ch <- metrics.NewLazyConstMetric(descReplicaPrefixes, metrics.GaugeValue, float64(sp.PrefixCount()))
 }
@@ -54,6 +74,9 @@ func collectReplica(sp *speaker.Speaker, ch chan<- metrics.Metric) {
 func collectAgent(sp *speaker.Speaker, ch chan<- metrics.Metric) {
 	for _, s := range sessions(sp) {
 		ch <- metrics.NewLazyConstMetric(descAgentSession, metrics.GaugeValue, s.up, s.peer, s.state)
+		if s.bfd {
+			ch <- metrics.NewLazyConstMetric(descAgentBFD, metrics.GaugeValue, s.bfdUp, s.peer)
+		}
 	}
 	ch <- metrics.NewLazyConstMetric(descAgentPrefixes, metrics.GaugeValue, float64(sp.PrefixCount()))
 }

@@ -32,12 +32,12 @@ func (Protocol) Unknown(addr netip.Addr) (svcstatus.Announcement, bool) {
 
 // ReplicaMetrics are the replicas' sessions and prefixes.
 func (Protocol) ReplicaMetrics() []*metrics.Desc {
-	return []*metrics.Desc{descReplicaSession, descReplicaPrefixes}
+	return []*metrics.Desc{descReplicaSession, descReplicaBFD, descReplicaPrefixes}
 }
 
 // AgentMetrics are the node agents' sessions and prefixes.
 func (Protocol) AgentMetrics() []*metrics.Desc {
-	return []*metrics.Desc{descAgentSession, descAgentPrefixes}
+	return []*metrics.Desc{descAgentSession, descAgentBFD, descAgentPrefixes}
 }
 
 // OutputAnnotations: the summary annotation (pkg/svcstatus) says all.

@@ -1,0 +1,174 @@
+package bfd
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
+)
+
+// The destination ports of control packets.
+const (
+	SingleHopPort = 3784 // RFC 5881
+	MultihopPort  = 4784 // RFC 5883
+)
+
+// registry is the process's listeners and sessions: one listener per local
+// address and port, shared by the sessions from that address.
+var registry = struct {
+	mu        sync.Mutex
+	listeners map[netip.AddrPort]*listener
+	byDiscr   map[uint32]*Session
+}{listeners: map[netip.AddrPort]*listener{}, byDiscr: map[uint32]*Session{}}
+
+// listener receives the control packets sent to one local address and port.
+type listener struct {
+	addr netip.AddrPort
+	conn *net.UDPConn
+	// read is the packet reader that also returns the received TTL.
+	read func(b []byte) (n, ttl int, src netip.Addr, err error)
+	// sessions by peer address (registry.mu).
+	sessions map[netip.Addr]*Session
+}
+
+// register gives s a discriminator and its listener, which it opens when s
+// is the first session on its local address and port.
+func register(s *Session, local netip.AddrPort) error {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	l := registry.listeners[local]
+	if l == nil {
+		var err error
+		if l, err = listen(local); err != nil {
+			return err
+		}
+		registry.listeners[local] = l
+		go l.serve()
+	}
+	if l.sessions[s.cfg.Peer] != nil {
+		return fmt.Errorf("bfd: a session with %s from %s already runs in this process", s.cfg.Peer, local)
+	}
+	l.sessions[s.cfg.Peer] = s
+	for s.myDiscr == 0 || registry.byDiscr[s.myDiscr] != nil {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		s.myDiscr = binary.BigEndian.Uint32(b[:])
+	}
+	registry.byDiscr[s.myDiscr] = s
+	s.listener = l
+	return nil
+}
+
+// unregister removes s, and closes its listener when it was the last
+// session on it.
+func unregister(s *Session) {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	l := s.listener
+	if l == nil {
+		return
+	}
+	delete(l.sessions, s.cfg.Peer)
+	delete(registry.byDiscr, s.myDiscr)
+	s.listener = nil
+	if len(l.sessions) == 0 {
+		delete(registry.listeners, l.addr)
+		l.close()
+	}
+}
+
+// listen opens the listener on local, asking for each packet's TTL (hop
+// limit). No SO_REUSEADDR: another process on the same address and port
+// must make this fail, not take half of the packets.
+func listen(local netip.AddrPort) (*listener, error) {
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(local))
+	if err != nil {
+		return nil, fmt.Errorf("bfd: listen on %s: %w", local, err)
+	}
+	l := &listener{addr: local, conn: conn, sessions: map[netip.Addr]*Session{}}
+	if local.Addr().Is4() {
+		pc := ipv4.NewPacketConn(conn)
+		if err := pc.SetControlMessage(ipv4.FlagTTL, true); err != nil {
+			_ = conn.Close()
+			return nil, fmt.Errorf("bfd: receive the TTL on %s: %w", local, err)
+		}
+		l.read = func(b []byte) (int, int, netip.Addr, error) {
+			n, cm, src, err := pc.ReadFrom(b)
+			ttl := -1
+			if cm != nil {
+				ttl = cm.TTL
+			}
+			return n, ttl, udpAddr(src), err
+		}
+	} else {
+		pc := ipv6.NewPacketConn(conn)
+		if err := pc.SetControlMessage(ipv6.FlagHopLimit, true); err != nil {
+			_ = conn.Close()
+			return nil, fmt.Errorf("bfd: receive the hop limit on %s: %w", local, err)
+		}
+		l.read = func(b []byte) (int, int, netip.Addr, error) {
+			n, cm, src, err := pc.ReadFrom(b)
+			ttl := -1
+			if cm != nil {
+				ttl = cm.HopLimit
+			}
+			return n, ttl, udpAddr(src), err
+		}
+	}
+	return l, nil
+}
+
+func udpAddr(a net.Addr) netip.Addr {
+	if u, ok := a.(*net.UDPAddr); ok {
+		return u.AddrPort().Addr().Unmap()
+	}
+	return netip.Addr{}
+}
+
+func (l *listener) close() { _ = l.conn.Close() }
+
+// serve hands each valid packet to its session until the listener closes.
+func (l *listener) serve() {
+	buf := make([]byte, 512)
+	for {
+		n, ttl, src, err := l.read(buf)
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		if err != nil {
+			continue
+		}
+		p, err := parsePacket(buf[:n])
+		if err != nil {
+			continue
+		}
+		s := l.find(p, src)
+		if s == nil || ttl < s.minTTL {
+			// Not ours, or from further away than the session allows
+			// (RFC 5881 section 5: a single-hop packet arrives with 255).
+			continue
+		}
+		s.receive(p)
+	}
+}
+
+// find is the session of p: by its Your Discriminator, else by its source
+// (RFC 5880 section 6.8.6; a session's first packets carry none).
+func (l *listener) find(p packet, src netip.Addr) *Session {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	if p.yourDiscr != 0 {
+		s := registry.byDiscr[p.yourDiscr]
+		if s == nil || s.listener != l || s.cfg.Peer != src {
+			return nil
+		}
+		return s
+	}
+	return l.sessions[src]
+}

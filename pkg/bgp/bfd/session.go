@@ -1,0 +1,287 @@
+package bfd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
+)
+
+// Config is one session's.
+type Config struct {
+	// Peer is the remote system's address.
+	Peer netip.Addr
+	// Local is the session's source address; invalid: the kernel's choice
+	// toward Peer (the listener is then bound to that address).
+	Local netip.Addr
+	// Hops, when not 0, makes the session multihop (RFC 5883): packets
+	// from at most Hops routers away are taken. 0: single hop, TTL 255.
+	Hops uint8
+	// MinRx is the least interval between received packets this system
+	// wants (Required Min RX Interval), MinTx the least between the
+	// packets it sends (Desired Min TX Interval).
+	MinRx, MinTx time.Duration
+	// Multiplier is the Detect Mult: the remote system declares the
+	// session down after this many intervals without a packet.
+	Multiplier uint8
+}
+
+// Event is a change of a session's state.
+type Event struct {
+	From, To State
+	// RemoteAdminDown: the remote system took the session down on
+	// purpose (AdminDown). RFC 5882 section 3.2: that is no failure of the
+	// path, and the session's client keeps its own session up.
+	RemoteAdminDown bool
+	// Diagnostic is why the local system changed state (RFC 5880 section
+	// 4.1): 1 detection time expired, 3 neighbor signaled session down.
+	Diagnostic uint8
+}
+
+// Session is one BFD session. New, then Run until its context ends.
+type Session struct {
+	cfg      Config
+	logger   logr.Logger
+	onChange func(Event)
+	port     uint16
+	minTTL   int // the least TTL of a packet taken
+	rx       chan packet
+	state    atomic.Uint32
+
+	// set by register (registry.mu)
+	myDiscr  uint32
+	listener *listener
+
+	// owned by Run
+	tx              *net.UDPConn
+	diag            uint8
+	remoteDiscr     uint32
+	remoteMinRx     time.Duration
+	remoteDesiredTx time.Duration
+	remoteMult      uint8
+}
+
+// New returns a session in state Down; onChange, which may be nil, is
+// called from Run on every change of state.
+func New(cfg Config, logger logr.Logger, onChange func(Event)) *Session {
+	s := &Session{cfg: cfg, logger: logger.WithValues("peer", cfg.Peer), onChange: onChange,
+		port: SingleHopPort, minTTL: 255, rx: make(chan packet, 8), remoteMinRx: time.Microsecond}
+	if cfg.Hops > 0 {
+		s.port, s.minTTL = MultihopPort, 256-int(cfg.Hops)
+	}
+	s.state.Store(uint32(Down))
+	return s
+}
+
+// State is the session's state now.
+func (s *Session) State() State { return State(s.state.Load()) } //nolint:gosec // a State stored
+
+// openRetry is how often Run tries again to open the session's sockets
+// (while the local address is not there yet, for example).
+const openRetry = time.Second
+
+// Run runs the session until ctx ends; it then tells the remote system that
+// the session is down on purpose (AdminDown), so that it does not take the
+// end for a failure.
+func (s *Session) Run(ctx context.Context) {
+	retry := time.NewTimer(0)
+	defer retry.Stop()
+	for s.tx == nil {
+		select {
+		case <-ctx.Done():
+			return
+		case <-retry.C:
+		}
+		if err := s.open(); err != nil {
+			s.logger.V(2).Info("BFD session not open yet", "err", err)
+			retry.Reset(openRetry)
+		}
+	}
+	defer s.close()
+	s.logger.V(2).Info("BFD session open", "local", s.tx.LocalAddr(), "discriminator", s.myDiscr)
+
+	send := time.NewTimer(0)
+	defer send.Stop()
+	detect := time.NewTimer(time.Hour)
+	detect.Stop()
+	defer detect.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.diag = diagAdminDown
+			s.set(AdminDown, false)
+			s.send(false)
+			return
+		case <-send.C:
+			s.send(false)
+			send.Reset(s.jitter())
+		case <-detect.C:
+			if st := s.State(); st == Init || st == Up {
+				s.diag = diagTimeExpired
+				s.remoteDiscr = 0
+				s.set(Down, false)
+			}
+		case p := <-s.rx:
+			if s.handle(p) {
+				detect.Reset(s.detectionTime())
+			}
+		}
+	}
+}
+
+// receive hands p to Run; a packet that finds Run busy is dropped, as
+// the network could have.
+func (s *Session) receive(p packet) {
+	select {
+	case s.rx <- p:
+	default:
+	}
+}
+
+// handle applies p (RFC 5880 section 6.8.6) and reports whether the
+// detection timer runs again.
+func (s *Session) handle(p packet) bool {
+	s.remoteDiscr = p.myDiscr
+	s.remoteMinRx = time.Duration(p.requiredMinRx) * time.Microsecond
+	s.remoteDesiredTx = time.Duration(p.desiredMinTx) * time.Microsecond
+	s.remoteMult = p.mult
+	st := s.State()
+	switch {
+	case st == AdminDown:
+		return false
+	case p.state == AdminDown:
+		if st != Down {
+			s.diag = diagNeighborDown
+			s.set(Down, true)
+		}
+	case st == Down && p.state == Down:
+		s.set(Init, false)
+	case st == Down && p.state == Init, st == Init && (p.state == Init || p.state == Up):
+		s.diag = diagNone
+		s.set(Up, false)
+	case st == Up && p.state == Down:
+		s.diag = diagNeighborDown
+		s.set(Down, false)
+	}
+	if p.poll {
+		s.send(true)
+	}
+	st = s.State()
+	return st == Init || st == Up
+}
+
+func (s *Session) set(to State, remoteAdmin bool) {
+	from := State(s.state.Swap(uint32(to))) //nolint:gosec // a State stored
+	if from == to {
+		return
+	}
+	l := s.logger.V(2)
+	if from == Up || to == Up {
+		l = s.logger
+	}
+	l.Info("BFD session state changed", "state", to, "previous", from, "diagnostic", s.diag, "remoteAdminDown", remoteAdmin)
+	if s.onChange != nil {
+		s.onChange(Event{From: from, To: to, RemoteAdminDown: remoteAdmin, Diagnostic: s.diag})
+	}
+}
+
+// detectionTime is the remote system's Detect Mult times the agreed
+// interval of its packets (RFC 5880 section 6.8.4).
+func (s *Session) detectionTime() time.Duration {
+	return time.Duration(s.remoteMult) * max(s.cfg.MinRx, s.remoteDesiredTx)
+}
+
+// jitter is the time to the next packet: the agreed interval less 0 to
+// 25 % (at most 90 % of it with a Detect Mult of 1; RFC 5880 section
+// 6.8.7).
+func (s *Session) jitter() time.Duration {
+	interval := max(s.cfg.MinTx, s.remoteMinRx)
+	least, spread := 0, 26 // less 0 to 25 %
+	if s.cfg.Multiplier == 1 {
+		least, spread = 10, 16 // less 10 to 25 %
+	}
+	var b [2]byte
+	_, _ = rand.Read(b[:])
+	cut := least + int(binary.BigEndian.Uint16(b[:]))%spread
+	return interval * time.Duration(100-cut) / 100
+}
+
+func (s *Session) send(final bool) {
+	p := packet{diag: s.diag, state: s.State(), final: final, mult: s.cfg.Multiplier, myDiscr: s.myDiscr,
+		yourDiscr: s.remoteDiscr, desiredMinTx: micros(s.cfg.MinTx), requiredMinRx: micros(s.cfg.MinRx)}
+	// A failed send is a lost packet: detection is the remote system's.
+	_, _ = s.tx.Write(p.marshal())
+}
+
+func micros(d time.Duration) uint32 { return uint32(min(d/time.Microsecond, 1<<32-1)) } //nolint:gosec // bounded
+
+// open binds the session's sending socket (a source port from 49152,
+// TTL 255: RFC 5881 section 4) and its listener.
+func (s *Session) open() error {
+	remote := netip.AddrPortFrom(s.cfg.Peer, s.port)
+	local := s.cfg.Local
+	if !local.IsValid() {
+		probe, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(remote))
+		if err != nil {
+			return fmt.Errorf("bfd: no route to %s: %w", s.cfg.Peer, err)
+		}
+		local = udpAddr(probe.LocalAddr())
+		_ = probe.Close()
+	}
+	tx, err := dialFrom(local, remote)
+	if err != nil {
+		return err
+	}
+	if err := register(s, netip.AddrPortFrom(local, s.port)); err != nil {
+		_ = tx.Close()
+		return err
+	}
+	s.tx = tx
+	return nil
+}
+
+// dialFrom connects a socket from a free port of 49152 to 65535 on local
+// to remote, with TTL 255.
+func dialFrom(local netip.Addr, remote netip.AddrPort) (*net.UDPConn, error) {
+	var last error
+	for range 32 {
+		var b [2]byte
+		_, _ = rand.Read(b[:])
+		port := 49152 + binary.BigEndian.Uint16(b[:])%16384
+		conn, err := net.DialUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, port)), net.UDPAddrFromAddrPort(remote))
+		if errors.Is(err, syscall.EADDRINUSE) {
+			last = err
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("bfd: socket from %s to %s: %w", local, remote, err)
+		}
+		if local.Is4() {
+			err = ipv4.NewConn(conn).SetTTL(255)
+		} else {
+			err = ipv6.NewConn(conn).SetHopLimit(255)
+		}
+		if err != nil {
+			_ = conn.Close()
+			return nil, fmt.Errorf("bfd: TTL 255 toward %s: %w", remote, err)
+		}
+		return conn, nil
+	}
+	return nil, fmt.Errorf("bfd: no free source port on %s: %w", local, last)
+}
+
+// close sends nothing more; the listener closes with its last session.
+func (s *Session) close() {
+	unregister(s)
+	_ = s.tx.Close()
+}

@@ -1,0 +1,209 @@
+package bfd
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/net/ipv4"
+)
+
+// Loopback addresses of their own, apart from other tests' sockets.
+var (
+	addrA = netip.MustParseAddr("127.0.0.77")
+	addrB = netip.MustParseAddr("127.0.0.78")
+)
+
+func TestPacketRoundTrip(t *testing.T) {
+	p := packet{diag: 3, state: Init, poll: true, mult: 3, myDiscr: 7, yourDiscr: 9, desiredMinTx: 300000, requiredMinRx: 200000}
+	got, err := parsePacket(p.marshal())
+	if err != nil || got != p {
+		t.Fatalf("round trip: %+v, %v; want %+v", got, err, p)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(b []byte)
+	}{
+		{"version 0", func(b []byte) { b[0] &= 0x1f }},
+		{"short length", func(b []byte) { b[3] = 20 }},
+		{"authentication", func(b []byte) { b[1] |= flagAuth }},
+		{"multipoint", func(b []byte) { b[1] |= flagMulti }},
+		{"multiplier 0", func(b []byte) { b[2] = 0 }},
+		{"my discriminator 0", func(b []byte) { copy(b[4:8], []byte{0, 0, 0, 0}) }},
+		{"your discriminator 0 in Init", func(b []byte) { copy(b[8:12], []byte{0, 0, 0, 0}) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := p.marshal()
+			tc.edit(b)
+			if _, err := parsePacket(b); err == nil {
+				t.Errorf("taken: %x", b)
+			}
+		})
+	}
+}
+
+// events records a session's changes.
+type events struct {
+	mu  sync.Mutex
+	all []Event
+}
+
+func (e *events) add(ev Event) { e.mu.Lock(); e.all = append(e.all, ev); e.mu.Unlock() }
+
+func (e *events) last() (Event, int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.all) == 0 {
+		return Event{}, 0
+	}
+	return e.all[len(e.all)-1], len(e.all)
+}
+
+func waitState(t *testing.T, s *Session, want State) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for s.State() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("session with %s: state %s, want %s", s.cfg.Peer, s.State(), want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func start(t *testing.T, s *Session) context.CancelFunc {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	stop := func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return stop
+}
+
+// TestTwoSessions: two sessions of this package, each the other's peer,
+// come up; one ending tells the other (AdminDown), which goes down without
+// counting it a failure, and both come up again.
+func TestTwoSessions(t *testing.T) {
+	cfg := Config{MinRx: 50 * time.Millisecond, MinTx: 50 * time.Millisecond, Multiplier: 3}
+	ca, cb := cfg, cfg
+	ca.Local, ca.Peer = addrA, addrB
+	cb.Local, cb.Peer = addrB, addrA
+	var ea events
+	a := New(ca, logr.Discard(), ea.add)
+	b := New(cb, logr.Discard(), nil)
+	start(t, a)
+	stopB := start(t, b)
+	waitState(t, a, Up)
+	waitState(t, b, Up)
+	stopB()
+	waitState(t, a, Down)
+	if ev, _ := ea.last(); !ev.RemoteAdminDown || ev.From != Up {
+		t.Errorf("the peer's end: %+v, want Up to Down with RemoteAdminDown", ev)
+	}
+	b = New(cb, logr.Discard(), nil)
+	start(t, b)
+	waitState(t, a, Up)
+	waitState(t, b, Up)
+}
+
+// remote is the test's hand-made remote system.
+type remote struct {
+	t    *testing.T
+	conn *net.UDPConn
+	to   *net.UDPAddr
+}
+
+func newRemote(t *testing.T, ttl int) *remote {
+	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: addrB.AsSlice(), Port: SingleHopPort})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	if err := ipv4.NewConn(conn).SetTTL(ttl); err != nil {
+		t.Fatal(err)
+	}
+	return &remote{t: t, conn: conn, to: &net.UDPAddr{IP: addrA.AsSlice(), Port: SingleHopPort}}
+}
+
+func (r *remote) send(p packet) {
+	r.t.Helper()
+	if _, err := r.conn.WriteToUDP(p.marshal(), r.to); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// next is the next packet from the session that matches ok.
+func (r *remote) next(ok func(packet) bool) packet {
+	r.t.Helper()
+	buf := make([]byte, 512)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		_ = r.conn.SetReadDeadline(deadline)
+		n, err := r.conn.Read(buf)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		p, err := parsePacket(buf[:n])
+		if err != nil {
+			r.t.Fatalf("the session sent an invalid packet: %v", err)
+		}
+		if ok(p) {
+			return p
+		}
+	}
+	r.t.Fatal("no such packet from the session")
+	return packet{}
+}
+
+// TestStateMachine drives a session with hand-made packets: the three-way
+// handshake, a poll answered with a final, and the detection time passing
+// without packets.
+func TestStateMachine(t *testing.T) {
+	r := newRemote(t, 255)
+	var ev events
+	s := New(Config{Local: addrA, Peer: addrB, MinRx: 50 * time.Millisecond, MinTx: 50 * time.Millisecond, Multiplier: 3}, logr.Discard(), ev.add)
+	start(t, s)
+	first := r.next(func(p packet) bool { return true })
+	if first.state != Down || first.yourDiscr != 0 || first.desiredMinTx != 50000 || first.requiredMinRx != 50000 || first.mult != 3 {
+		t.Fatalf("first packet %+v", first)
+	}
+	const mine = 4242
+	r.send(packet{state: Down, mult: 3, myDiscr: mine, desiredMinTx: 50000, requiredMinRx: 50000})
+	waitState(t, s, Init)
+	p := r.next(func(p packet) bool { return p.state == Init })
+	if p.yourDiscr != mine {
+		t.Errorf("Init packet %+v: your discriminator, want %d", p, mine)
+	}
+	r.send(packet{state: Up, mult: 3, myDiscr: mine, yourDiscr: first.myDiscr, desiredMinTx: 50000, requiredMinRx: 50000, poll: true})
+	waitState(t, s, Up)
+	r.next(func(p packet) bool { return p.final && p.state == Up })
+	// No more packets: down after the detection time, a failure.
+	waitState(t, s, Down)
+	if e, _ := ev.last(); e.RemoteAdminDown || e.From != Up || e.Diagnostic != diagTimeExpired {
+		t.Errorf("detection time passed: %+v", e)
+	}
+	if p := r.next(func(p packet) bool { return p.state == Down }); p.diag != diagTimeExpired || p.yourDiscr != 0 {
+		t.Errorf("packet after the failure %+v", p)
+	}
+}
+
+// TestSingleHopTTL: a single-hop session takes no packet that crossed a
+// router (TTL below 255).
+func TestSingleHopTTL(t *testing.T) {
+	r := newRemote(t, 254)
+	s := New(Config{Local: addrA, Peer: addrB, MinRx: 50 * time.Millisecond, MinTx: 50 * time.Millisecond, Multiplier: 3}, logr.Discard(), nil)
+	start(t, s)
+	first := r.next(func(packet) bool { return true })
+	// Answer the session's Down packets for a while: each would move it
+	// to Init if it were taken.
+	for range 5 {
+		r.send(packet{state: Down, mult: 3, myDiscr: 99, desiredMinTx: 50000, requiredMinRx: 50000})
+		r.next(func(p packet) bool { return p.myDiscr == first.myDiscr })
+	}
+	if st := s.State(); st != Down {
+		t.Errorf("state %s after packets with TTL 254, want down", st)
+	}
+}
