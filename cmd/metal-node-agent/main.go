@@ -106,7 +106,6 @@ func (o *options) run(ctx context.Context) error {
 	}
 	ctx, stopFor := context.WithCancelCause(ctx)
 	defer stopFor(nil)
-	go watchConfig(ctx, o.cloudConfig, cfg, stopFor)
 	rc, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("client configuration: %w", err)
@@ -123,6 +122,7 @@ func (o *options) run(ctx context.Context) error {
 	if a.DaemonSet, err = namespacedName("daemonset", o.daemonSet); err != nil {
 		return err
 	}
+	go watchConfig(ctx, o.cloudConfig, cfg, a.Reload, stopFor)
 	srv, err := serveStatus(ctx, o.bindAddress, a)
 	if err != nil {
 		return err

@@ -10,20 +10,30 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 )
 
-// watchConfig looks at the config file at path until ctx ends. The agent
-// reads its config only at start: when a change touches a field the
-// agents read (config.RestartFields with config.Agents), it stops the
-// agent cleanly with stopFor after a random wait (config.RestartDelay),
-// and the pod's restart policy starts it again with the new config. Other
-// changes (an inventory, the replicas' own settings) change nothing here;
-// an invalid config is refused and the running one goes on.
-func watchConfig(ctx context.Context, path string, running *config.CloudConfig, stopFor func(error)) {
+// watchConfig looks at the config file at path until ctx ends. A change
+// of the pools that config.AgentsApplyLive allows (BGP pools added,
+// removed, changed) is given to apply at once. Other fields the agents
+// read (config.RestartFields with config.Agents) are read at start: a
+// change stops the agent cleanly with stopFor after a random wait
+// (config.RestartDelay), and the pod's restart policy starts it again with
+// the new config. Other changes (an inventory, the replicas' own settings)
+// change nothing here; an invalid config is refused and the running one
+// goes on.
+func watchConfig(ctx context.Context, path string, running *config.CloudConfig, apply func(*config.CloudConfig), stopFor func(error)) {
 	logger := klog.FromContext(ctx).WithValues("config", path)
 	var restart []string
 	config.WatchFile(ctx, path, config.WatchInterval, func(data []byte) bool {
 		updated, err := config.Parse(data)
 		if err != nil {
 			logger.Error(err, "Refused the changed cloud config; the running config goes on")
+			return true
+		}
+		if config.AgentsApplyLive(running, updated) {
+			// The rest of running stays as read at start: every other
+			// field this process reads is unchanged.
+			apply(updated)
+			running = updated
+			logger.Info("Applied the changed pools without a restart")
 			return true
 		}
 		restart = config.RestartsOf(config.ChangedAtRestart(running, updated), config.Agents)

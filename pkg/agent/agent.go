@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +54,7 @@ type Agent struct {
 	DaemonSet types.NamespacedName
 
 	roles atomic.Pointer[[]protocol.Agent] // set once Run has built them
+	live  atomic.Pointer[config.CloudConfig] // the pools of the moment: Config, then Reload's
 	idle  atomic.Bool                      // Run found nothing to announce
 }
 
@@ -70,7 +72,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	fresh := newFreshness(logger)
 	inf := a.Client.informers(fresh)
-	env := protocol.AgentEnv{Node: node, Informers: inf, Wants: a.Config.LoadBalancer.Rule().Wants, ViewStale: fresh.Stale}
+	a.live.CompareAndSwap(nil, a.Config)
+	env := protocol.AgentEnv{Node: node, Informers: inf, Wants: a.Config.LoadBalancer.Rule().Wants, ViewStale: fresh.Stale,
+		Addresses: func(p config.Protocol) func(netip.Addr) bool {
+			return func(addr netip.Addr) bool { return a.live.Load().LoadBalancer.Announces(addr, p) }
+		},
+		InPools: func(addr netip.Addr) bool { return a.live.Load().LoadBalancer.InPools(addr) },
+	}
 	if a.L2Witness.Name != "" {
 		env.L2Witness = witness.New(a.Client.Leases(a.L2Witness.Namespace), a.L2Witness.Name, a.NodeName, witness.DefaultTiming())
 	}
@@ -98,6 +106,17 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	stopped.Wait()
 	return nil
+}
+
+// Reload makes updated's pools the agent's, without a restart: the caller
+// checked config.AgentsApplyLive. Every role looks at every Service again.
+func (a *Agent) Reload(updated *config.CloudConfig) {
+	a.live.Store(updated)
+	if roles := a.roles.Load(); roles != nil {
+		for _, r := range *roles {
+			r.Resync()
+		}
+	}
 }
 
 // hasWork reports whether some protocol gives the node agents work.

@@ -42,9 +42,9 @@ var RestartFields = []RestartField{
 		Restarts: Replicas | Agents, value: func(c *CloudConfig) any { return c.LoadBalancer.Class }},
 	{Path: "loadBalancer.serveDefaultClass", Note: "Read at start, as class.",
 		Restarts: Replicas | Agents, value: func(c *CloudConfig) any { return c.LoadBalancer.ServeDefaultClass }},
-	{Path: "loadBalancer.pools[].addresses", Note: "Allocation and the replicas' BGP announcements follow a reload at once; the node agents restart, and the replicas' L2 observer follows at their next restart.",
+	{Path: "loadBalancer.pools[].addresses", Note: "Allocation, the replicas' BGP announcements and the node agents' follow a reload at once; a change that touches a pool announced with L2 restarts the node agents, and the replicas' L2 observer follows at their next restart.",
 		Restarts: Agents, value: func(c *CloudConfig) any { return poolValues(c, func(p *Pool) (any, bool) { return p.Addresses, true }) }},
-	{Path: "loadBalancer.pools[].announce", Note: "The replicas' BGP announcements follow a reload at once; the node agents restart, and the replicas' L2 observer follows at their next restart.",
+	{Path: "loadBalancer.pools[].announce", Note: "The replicas' and the node agents' BGP announcements follow a reload at once; a change to or from L2 restarts the node agents, and the replicas' L2 observer follows at their next restart.",
 		Restarts: Agents, value: func(c *CloudConfig) any { return poolValues(c, func(p *Pool) (any, bool) { return p.Announce, true }) }},
 	{Path: "loadBalancer.pools[].bgpAdvertisements", Note: "Applies at the next restart (the speakers read it at start).",
 		Restarts: Replicas | Agents, value: func(c *CloudConfig) any {
@@ -99,4 +99,27 @@ func poolValues(c *CloudConfig, field func(*Pool) (any, bool)) map[string]any {
 		}
 	}
 	return out
+}
+
+// AgentsApplyLive reports whether the node agents take updated without a
+// restart: the only changes they read at start are the addresses or the
+// protocols of pools none of which is announced with L2, before or after
+// (an L2 pool decides the agents' interfaces, membership and NET_RAW, read
+// at start). A BGP pool added, removed or changed is so. The pools'
+// allocation and announcement then follow at once (the agents' announcers
+// read the pools of the moment).
+func AgentsApplyLive(old, updated *CloudConfig) bool {
+	live := map[string]bool{"loadBalancer.pools[].addresses": true, "loadBalancer.pools[].announce": true}
+	changed := RestartsOf(ChangedAtRestart(old, updated), Agents)
+	for _, path := range changed {
+		if !live[path] {
+			return false
+		}
+	}
+	return len(changed) > 0 && reflect.DeepEqual(l2Pools(old), l2Pools(updated))
+}
+
+// l2Pools are the addresses of the pools announced with L2, by name.
+func l2Pools(c *CloudConfig) map[string]any {
+	return poolValues(c, func(p *Pool) (any, bool) { return p.Addresses, p.Announces(ProtocolL2) })
 }

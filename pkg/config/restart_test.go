@@ -87,3 +87,37 @@ func parsePair(t *testing.T, a, b string) (*CloudConfig, *CloudConfig) {
 	}
 	return old, updated
 }
+
+// TestAgentsApplyLive: BGP pools added, removed or changed reach the node
+// agents at once; a change that touches an L2 pool, or another field the
+// agents read at start, restarts them; no change is nothing to apply.
+func TestAgentsApplyLive(t *testing.T) {
+	const (
+		poolB   = "  - {name: b, addresses: [198.18.101.0/28]}\n"
+		poolB2  = "  - {name: b, addresses: [198.18.102.0/28]}\n"
+		l2B     = "  - {name: b, addresses: [198.18.101.0/28], announce: [L2]}\n"
+		l2C     = "  - {name: c, addresses: [198.18.103.0/28], announce: [L2]}\n"
+		l2Extra = "l2:\n  secretFile: /k\n"
+	)
+	for _, tc := range []struct {
+		name     string
+		old, new string
+		want     bool
+	}{
+		{"nothing", restartDoc("", ""), restartDoc("", ""), false},
+		{"a BGP pool added", restartDoc("", ""), restartDoc(poolB, ""), true},
+		{"a BGP pool removed", restartDoc(poolB, ""), restartDoc("", ""), true},
+		{"a BGP pool's addresses", restartDoc(poolB, ""), restartDoc(poolB2, ""), true},
+		{"a BGP pool beside an L2 pool", restartDoc(l2C, l2Extra), restartDoc(l2C+poolB, l2Extra), true},
+		{"an L2 pool added", restartDoc("", l2Extra), restartDoc(l2C, l2Extra), false},
+		{"a pool from BGP to L2", restartDoc(poolB, l2Extra), restartDoc(l2B, l2Extra), false},
+		{"a BGP pool and the bgp section", restartDoc("", ""), restartDoc(poolB, "  maxPathsPerAddress: 8\n"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old, updated := parsePair(t, tc.old, tc.new)
+			if got := AgentsApplyLive(old, updated); got != tc.want {
+				t.Errorf("AgentsApplyLive = %v, want %v (changed: %v)", got, tc.want, RestartsOf(ChangedAtRestart(old, updated), Agents))
+			}
+		})
+	}
+}

@@ -152,6 +152,11 @@ type AgentEnv struct {
 	// L2Witness is the two-node witness of the L2 agents, nil when none
 	// is configured; L2 runs it.
 	L2Witness *witness.Witness
+	// Addresses is whether the config of the moment announces an address
+	// with a protocol, and InPools whether it has it in some pool: the
+	// pools an agent takes without a restart (config.AgentsApplyLive).
+	Addresses func(config.Protocol) func(netip.Addr) bool
+	InPools   func(netip.Addr) bool
 }
 
 // Agent is a protocol's part in a node agent.
@@ -164,6 +169,9 @@ type Agent interface {
 	OutsidePools() int
 	// Collect sends the role's metrics (AgentMetrics).
 	Collect(ch chan<- metrics.Metric)
+	// Resync makes the role look at every Service again: the pools
+	// changed (AgentEnv.Addresses).
+	Resync()
 	// Stop ends what the role keeps beyond Run's ctx, once Run has
 	// returned and the process is about to exit: leave is true when the
 	// node stops serving (tell the peers now), false when the same node's

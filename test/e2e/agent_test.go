@@ -297,6 +297,32 @@ func TestNodeAgents(t *testing.T) {
 		waitRoute(t, lab, inPool, hops...)
 		stayWithout(t, lab, writtenAddr)
 	})
+	t.Run("a BGP pool added applies without a restart", func(t *testing.T) {
+		// The ConfigMap's update, as helm upgrade makes it: the replicas
+		// allocate from the new pool and the agents announce it, each
+		// process the same as before.
+		var pids []int
+		for _, a := range agents {
+			pids = append(pids, a.PID())
+		}
+		body := agentConfig("198.18.170.0/24", "2001:db8:170::/120")
+		body = strings.Replace(body, "  pools:\n", "  pools:\n  - {name: added, addresses: [198.18.171.0/24]}\n", 1)
+		framework.ReplaceFile(t, cfg, body)
+		framework.CreateLoadBalancer(t, client, ns, "added", framework.WithAnnotation("metal-ccm.io/pool", "added"))
+		added := waitVIPs(t, ns, "added", 1)[0]
+		if !netip.MustParsePrefix("198.18.171.0/24").Contains(added) {
+			t.Fatalf("address %s is not of the added pool", added)
+		}
+		waitRoute(t, lab, added, hops...)
+		for i, a := range agents {
+			if a.PID() != pids[i] {
+				t.Errorf("%s restarted (PID %d, was %d)", a.Name, a.PID(), pids[i])
+			}
+			if !a.LogContains("Applied the changed pools without a restart") {
+				t.Errorf("%s does not say it applied the pools", a.Name)
+			}
+		}
+	})
 }
 
 // ceaseOnStop stops agent a (SIGTERM) and waits for its node's path (hop)

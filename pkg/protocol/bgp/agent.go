@@ -52,7 +52,7 @@ func (Protocol) Agent(ctx context.Context, cfg *config.CloudConfig, env protocol
 			logger.Error(err, "BGP speaker stopped")
 		}
 	}()
-	opts := announcer.Options{OnlyNode: env.Node.Name, Addresses: cfg.LoadBalancer.Announcer(config.ProtocolBGP), InPools: cfg.LoadBalancer.InPools, PodRoutes: cfg.Routes.Enabled,
+	opts := announcer.Options{OnlyNode: env.Node.Name, Addresses: env.Addresses(config.ProtocolBGP), InPools: env.InPools, PodRoutes: cfg.Routes.Enabled,
 		PodNextHop: cfg.Routes.NextHopAddressType, MaxNextHops: 1, Communities: AnnouncedCommunities(&cfg.LoadBalancer)}
 	if hc, on := healthcheck.FromConfig(cfg.HealthChecks); on {
 		opts.HealthChecks = &announcer.HealthChecks{Options: hc, ProxyPort: cfg.HealthChecks.Port}
@@ -84,6 +84,9 @@ func (a *agent) Ready() error {
 }
 
 func (a *agent) OutsidePools() int { return a.ann.OutsidePools() }
+
+// Resync looks at every Service again, under the pools of the moment.
+func (a *agent) Resync() { a.ann.Resync() }
 
 func (a *agent) Collect(ch chan<- metrics.Metric) { collectAgent(a.speaker, ch) }
 

@@ -110,7 +110,7 @@ func (Protocol) Agent(ctx context.Context, cfg *config.CloudConfig, env protocol
 	// Every eligible node of each address, up to the most the announcer
 	// keeps: the owner is chosen among those of them whose agent is alive.
 	a.ann = announcer.New(env.Informers, a.watch.Candidates, env.Wants,
-		announcer.Options{MaxNextHops: announcer.MaxNextHops, Addresses: cfg.LoadBalancer.Announcer(config.ProtocolL2), InPools: cfg.LoadBalancer.InPools})
+		announcer.Options{MaxNextHops: announcer.MaxNextHops, Addresses: env.Addresses(config.ProtocolL2), InPools: env.InPools})
 	klog.FromContext(ctx).Info("Answering ARP and Neighbor Solicitations for the L2 addresses this node owns",
 		"membership", netip.AddrPortFrom(bind, l2cfg.MemberlistPort), "interfaces", l2cfg.Interfaces, "keys", len(keys),
 		"kubeProxyCheck", a.fitness.checked())
@@ -243,6 +243,10 @@ func healthChecks(cfg *config.CloudConfig) *healthcheck.Options {
 }
 
 func (a *agent) OutsidePools() int { return a.ann.OutsidePools() }
+
+// Resync looks at every Service again: a BGP pool changed (an L2 pool's
+// change restarts the agent), which may move an address out of the pools.
+func (a *agent) Resync() { a.ann.Resync() }
 
 // Stop: nothing is left once Run returns (it left the membership, so the
 // others take the addresses over at once, whether or not the node comes
