@@ -53,9 +53,9 @@ type Agent struct {
 	// the node (a Cease); zero: only the node decides (stopping.go).
 	DaemonSet types.NamespacedName
 
-	roles atomic.Pointer[[]protocol.Agent] // set once Run has built them
+	roles atomic.Pointer[[]protocol.Agent]   // set once Run has built them
 	live  atomic.Pointer[config.CloudConfig] // the pools of the moment: Config, then Reload's
-	idle  atomic.Bool                      // Run found nothing to announce
+	idle  atomic.Bool                        // Run found nothing to announce
 }
 
 // Run announces until ctx ends.
