@@ -97,9 +97,9 @@ type Announcer struct {
 	table    *pathTable
 	comms    *prefixValues[community.Set] // nil: the Services' communities are not announced
 	weights  *prefixValues[hopWeights]    // nil: no weighted ECMP
-	eligible map[string]nodeHops // node name -> next hops
-	hops4    []netip.Addr        // the eligible, healthy nodes' IPv4 next hops, sorted; never modified
-	hops6    []netip.Addr        // the same for IPv6
+	eligible map[string]nodeHops          // node name -> next hops
+	hops4    []netip.Addr                 // the eligible, healthy nodes' IPv4 next hops, sorted; never modified
+	hops6    []netip.Addr                 // the same for IPv6
 
 	// health checks the nodes (nil: no checks); healthTargetsChanged: a
 	// Local Service's checked nodes changed in this sync.
