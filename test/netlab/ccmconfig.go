@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 )
@@ -38,6 +39,17 @@ bgp:
 `, pool4, pool6, l.Opts.SpeakerASN,
 		RouterAddr(IPv4), l.Opts.RouterASN, local4,
 		RouterAddr(IPv6), l.Opts.RouterASN, local6)
+}
+
+// WithPoolFields adds YAML fields ("weightedECMP: true") to the pool named
+// default of a cloud-config that CloudConfig or AgentCloudConfig made.
+func WithPoolFields(cfg string, fields ...string) string {
+	const pool = "  - name: default\n"
+	var add strings.Builder
+	for _, f := range fields {
+		add.WriteString("    " + f + "\n")
+	}
+	return strings.Replace(cfg, pool, pool+add.String(), 1)
 }
 
 // RequireRoute waits up to 20 s until the router's kernel has exactly these

@@ -1,0 +1,94 @@
+package bgp
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
+	"github.com/metal-ccm/metal-ccm/test/netlab"
+)
+
+// testWeightsFRR announces a prefix over both nodes of an FRR lab with the
+// ready endpoints 3 and 1 (SetWeights), as ADD-PATH paths of one speaker:
+// FRR reads each path's link bandwidth community as the speaker wrote it
+// and installs the kernel route with next-hop weights 3:1; equal endpoints
+// make equal weights, and without weights FRR installs plain ECMP.
+func testWeightsFRR(t *testing.T, lab *netlab.Lab, s *Speaker) {
+	ctx := t.Context()
+	hops := lab.NodeAddrs(netlab.IPv4)
+	p := netip.MustParsePrefix("198.18.43.3/32")
+	asn := lab.Opts.SpeakerASN
+	if err := s.SetWeights(ctx, p, map[netip.Addr]int{hops[0]: 3, hops[1]: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetPaths(ctx, p, hops); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		name      string
+		endpoints map[netip.Addr]int // nil: no weights
+		ratio     [2]int             // the kernel's weights of hops[0] and hops[1], reduced
+	}{
+		{"3 and 1", map[netip.Addr]int{hops[0]: 3, hops[1]: 1}, [2]int{3, 1}},
+		{"2 and 2", map[netip.Addr]int{hops[0]: 2, hops[1]: 2}, [2]int{1, 1}},
+		{"1 and 4", map[netip.Addr]int{hops[0]: 1, hops[1]: 4}, [2]int{1, 4}},
+		{"none", nil, [2]int{1, 1}},
+	} {
+		if err := s.SetWeights(ctx, p, step.endpoints); err != nil {
+			t.Fatal(err)
+		}
+		// FRR's reading of each path's community: what the speaker wrote,
+		// with FRR's own rendering of its bandwidth (1 endpoint = 1 Mbit/s).
+		want := map[netip.Addr]string{}
+		for _, h := range hops {
+			if n := step.endpoints[h]; n > 0 {
+				want[h] = fmt.Sprintf("%s (%d.000 Mbps)", community.ForEndpoints(asn, n), n)
+			} else {
+				want[h] = ""
+			}
+		}
+		var got map[netip.Addr]string
+		var route netlab.Route
+		deadline := time.Now().Add(waitTimeout)
+		for {
+			routes, err := lab.FRRRoutes(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = map[netip.Addr]string{}
+			for _, r := range routes {
+				got[r.NextHop] = r.ExtendedCommunities
+			}
+			r, ok, err := lab.Route(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			route = r
+			if ok && fmt.Sprint(got) == fmt.Sprint(want) && slices.Equal(r.NextHops, hops) && reduced(r.Weights) == step.ratio {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: FRR has paths %v, kernel route %v weights %v; want %v, weights in ratio %v",
+					step.name, got, route.NextHops, route.Weights, want, step.ratio)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("%s: FRR reads %v, kernel weights %v", step.name, got, route.Weights)
+	}
+}
+
+// reduced is a pair of weights divided by their greatest common divisor
+// (zero when there are not two).
+func reduced(w []int) [2]int {
+	if len(w) != 2 || w[0] <= 0 || w[1] <= 0 {
+		return [2]int{}
+	}
+	a, b := w[0], w[1]
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return [2]int{w[0] / a, w[1] / a}
+}
