@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,8 @@ import (
 // TestLoadBalancerOverBGP is the path of a LoadBalancer Service from
 // allocation to a client's request through a real router.
 func TestLoadBalancerOverBGP(t *testing.T) {
-	lab := netlab.New(t, netlab.Options{Nodes: 3, Speakers: 2})
+	// Weighted ECMP changes nothing for BIRD, which ignores link bandwidth.
+	lab := netlab.New(t, netlab.Options{Nodes: 3, Speakers: 2, PoolFields: []string{"weightedECMP: true"}})
 	if _, err := lab.Exec(lab.Router, "sysctl", "-qw", "net.ipv4.fib_multipath_hash_policy=1", "net.ipv6.fib_multipath_hash_policy=1"); err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +80,14 @@ func TestLoadBalancerOverBGP(t *testing.T) {
 		lvip := waitVIPs(t, ns, "local", 1)[0]
 		endpointsOn(t, ns, "local", lab.NodeName(1))
 		waitRoute(t, lab, lvip, v4[1])
-		endpointsOn(t, ns, "local", lab.NodeName(0), lab.NodeName(2))
+		// 2 endpoints on node 0, 1 on node 2: the paths carry link
+		// bandwidth 2 and 1 (weightedECMP), which BIRD ignores: equal
+		// weights in its kernel route.
+		endpointsOn(t, ns, "local", lab.NodeName(0), lab.NodeName(0), lab.NodeName(2))
 		waitRoute(t, lab, lvip, v4[0], v4[2])
+		if r, _, err := lab.Route(netlab.HostPrefix(lvip)); err != nil || !slices.Equal(r.Weights, []int{1, 1}) {
+			t.Errorf("BIRD's route to %s: weights %v (%v), want equal-cost [1 1]", lvip, r.Weights, err)
+		}
 	})
 	t.Run("dual-stack and IPv6", func(t *testing.T) {
 		framework.CreateLoadBalancer(t, client, ns, "dual", framework.DualStack)
