@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
@@ -11,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/metal-ccm/metal-ccm/pkg/annotation"
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
 	"github.com/metal-ccm/metal-ccm/pkg/svcstatus"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
@@ -88,6 +92,25 @@ func TestLoadBalancerOverBGP(t *testing.T) {
 		if r, _, err := lab.Route(netlab.HostPrefix(lvip)); err != nil || !slices.Equal(r.Weights, []int{1, 1}) {
 			t.Errorf("BIRD's route to %s: weights %v (%v), want equal-cost [1 1]", lvip, r.Weights, err)
 		}
+		// BIRD got each path's community as the replica wrote it.
+		want := map[netip.Addr][]string{v4[0]: {birdLinkBandwidth(2)}, v4[2]: {birdLinkBandwidth(1)}}
+		got := map[netip.Addr][]string{}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			routes, err := lab.BirdRoutes(netlab.HostPrefix(lvip), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			clear(got)
+			for _, r := range routes {
+				got[r.NextHop] = r.ExtCommunities
+			}
+			if fmt.Sprint(got) == fmt.Sprint(want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("BIRD's paths for %s carry %v, want %v", lvip, got, want)
+			}
+		}
 	})
 	t.Run("dual-stack and IPv6", func(t *testing.T) {
 		framework.CreateLoadBalancer(t, client, ns, "dual", framework.DualStack)
@@ -158,4 +181,13 @@ func TestLeaderKillLosesNoRequest(t *testing.T) {
 	if failed != 0 || sent < 50 {
 		t.Errorf("%d of %d requests failed: %v", failed, sent, errs)
 	}
+}
+
+// birdLinkBandwidth is the link bandwidth community of a path to a node
+// with n endpoints as BIRD shows it, "(unknown 0x4004, AS, value)": an
+// extended community of a type it has no name for, its value the
+// bandwidth's IEEE 754 bits as a decimal number.
+func birdLinkBandwidth(n int) string {
+	b := community.ForEndpoints(netlab.DefaultSpeakerASN, n).Bytes()
+	return fmt.Sprintf("unknown 0x%x:%d:%d", binary.BigEndian.Uint16(b[:2]), binary.BigEndian.Uint16(b[2:4]), binary.BigEndian.Uint32(b[4:]))
 }
