@@ -78,17 +78,15 @@ func (a *Announcer) endpointCounts(svc *v1.Service) [2]map[string]int {
 
 // weightsOf are the endpoints behind each of hops, the next hops of an
 // address of family v4 (or IPv6), from the nodes that carry it and their
-// endpoints: those of the address's family, or of the other when the
-// Service has none of it (kube-proxy then has no endpoint of that family:
-// the counts of the other still weigh the nodes as the pods do).
+// endpoints: those of the address's family, else those of the other (a
+// Service whose slices have only one family), else 1 (the node has a ready
+// endpoint: it carries the address). Every hop gets a weight, so that a hop
+// without one is a hop leaving (Speaker.SetWeights keeps its path as it is
+// until SetPaths withdraws it).
 func weightsOf(hops []netip.Addr, nodes map[string]nodeHops, counts [2]map[string]int, v4 bool) hopWeights {
 	f := familyV6
 	if v4 {
 		f = familyV4
-	}
-	c := counts[f]
-	if len(c) == 0 {
-		c = counts[1-f]
 	}
 	var out hopWeights
 	for name, h := range nodes {
@@ -96,12 +94,15 @@ func weightsOf(hops []netip.Addr, nodes map[string]nodeHops, counts [2]map[strin
 		if v4 {
 			hop = h.v4
 		}
-		n := c[name]
-		if !hop.IsValid() || n == 0 {
+		if !hop.IsValid() {
 			continue
 		}
 		if _, in := slices.BinarySearchFunc(hops, hop, netip.Addr.Compare); !in { // hops is sorted
 			continue
+		}
+		n := counts[f][name]
+		if n == 0 {
+			n = max(counts[1-f][name], 1)
 		}
 		if out == nil {
 			out = hopWeights{}

@@ -129,15 +129,18 @@ func TestWeights(t *testing.T) {
 
 	// IPv6 endpoints of their own: 1 on n2, 2 on n3 (now ready).
 	slice("local", "local-6", discoveryv1.AddressTypeIPv6, endpoint("2001:db8:19::1", "n2", true), endpoint("2001:db8:19::2", "n3", true), endpoint("2001:db8:19::3", "n3", true))
+	// n3 now carries both addresses (the announcer does not tell the
+	// families' endpoints apart); each family counts its own endpoints,
+	// those of the other where a node has none of it.
 	eventually(t, "IPv6 weighed by its own endpoints", func() bool {
-		return sp.getWeights("2001:db8:100::2/128") == "[2001:db8:10::12=1 2001:db8:10::13=2]" &&
-			sp.getWeights("198.18.100.2/32") == "[198.18.10.11=3 198.18.10.12=1]"
+		return sp.getWeights("2001:db8:100::2/128") == "[2001:db8:10::11=3 2001:db8:10::12=1 2001:db8:10::13=2]" &&
+			sp.getWeights("198.18.100.2/32") == "[198.18.10.11=3 198.18.10.12=1 198.18.10.13=2]"
 	})
 	// n2 gets a second endpoint: its path is weighed again.
 	slice("local", "local-a", discoveryv1.AddressTypeIPv4,
 		endpoint("198.19.1.1", "n1", true), endpoint("198.19.1.2", "n1", true), endpoint("198.19.2.1", "n2", true), endpoint("198.19.2.2", "n2", true))
 	eventually(t, "weights follow the endpoints", func() bool {
-		return sp.getWeights("198.18.100.2/32") == "[198.18.10.11=3 198.18.10.12=2]"
+		return sp.getWeights("198.18.100.2/32") == "[198.18.10.11=3 198.18.10.12=2 198.18.10.13=2]"
 	})
 	// Cluster policy: the same next hops as every Service, no weights.
 	svc, err := cs.CoreV1().Services("ns").Get(ctx, "local", metav1.GetOptions{})

@@ -19,8 +19,9 @@ import (
 // router that honours it spreads the prefix's traffic over its next hops by
 // endpoints, not evenly. None (nil) sends the paths without. The paths whose
 // weight changed are sent again (a path added again with its identifier
-// replaces the one GoBGP has), the others are left alone, and a failed
-// call leaves the weights as they were for the caller's retry; weights of next
+// replaces the one GoBGP has), the others are left alone (also one that
+// weights leave out: see below), and a failed call leaves the weights as
+// they were for the caller's retry; weights of next
 // hops the prefix has no path to wait for SetPaths. The speaker may keep
 // weights: the caller must not modify it afterwards.
 func (s *Speaker) SetWeights(ctx context.Context, prefix netip.Prefix, weights map[netip.Addr]int) error {
@@ -37,7 +38,7 @@ func (s *Speaker) SetWeights(ctx context.Context, prefix netip.Prefix, weights m
 	}
 	var changed hopPaths
 	for _, h := range s.paths[prefix].paths() {
-		if before[h.hop] != weights[h.hop] {
+		if resend(before, weights, h.hop) {
 			changed = append(changed, h)
 		}
 	}
@@ -58,6 +59,17 @@ func (s *Speaker) SetWeights(ctx context.Context, prefix netip.Prefix, weights m
 		return fmt.Errorf("bgp set weights: %w", err)
 	}
 	return nil
+}
+
+// resend reports whether the path to hop goes out again when its prefix's
+// weights change from before to after: when its weight changed, except for
+// a next hop that non-empty weights leave out. That one is leaving: its
+// path keeps its community until SetPaths withdraws it, so that the router
+// never sees, for a moment, a path without one (FRR then spreads the whole
+// prefix evenly).
+func resend(before, after map[netip.Addr]int, hop netip.Addr) bool {
+	w := after[hop]
+	return before[hop] != w && (w > 0 || len(after) == 0)
 }
 
 // linkBandwidth is the link bandwidth community of the path to hop, when

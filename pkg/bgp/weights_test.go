@@ -92,3 +92,25 @@ func reduced(w []int) [2]int {
 	}
 	return [2]int{w[0] / a, w[1] / a}
 }
+
+func TestResend(t *testing.T) {
+	a, b := netip.MustParseAddr("198.18.10.11"), netip.MustParseAddr("198.18.10.12")
+	for _, tc := range []struct {
+		name          string
+		before, after map[netip.Addr]int
+		want          bool // whether a's path goes out again
+	}{
+		{"first weights", nil, map[netip.Addr]int{a: 3, b: 1}, true},
+		{"changed", map[netip.Addr]int{a: 3, b: 1}, map[netip.Addr]int{a: 2, b: 1}, true},
+		{"unchanged", map[netip.Addr]int{a: 3, b: 1}, map[netip.Addr]int{a: 3, b: 2}, false},
+		{"left out: leaving, withdrawn next", map[netip.Addr]int{a: 3, b: 1}, map[netip.Addr]int{b: 1}, false},
+		{"no weights at all: sent without", map[netip.Addr]int{a: 3, b: 1}, nil, true},
+		{"never had one", map[netip.Addr]int{b: 1}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := resend(tc.before, tc.after, a); got != tc.want {
+				t.Errorf("resend = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
