@@ -125,7 +125,7 @@ func TestPolicyFRR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lab := netlab.New(t, netlab.Options{Nodes: 2, Speakers: 1, Router: netlab.RouterFRR, FRRExtra: filters, FRRImport: "FROM-CLUSTER"})
+	lab := netlab.New(t, netlab.Options{Nodes: 2, Speakers: 2, Router: netlab.RouterFRR, FRRExtra: filters, FRRImport: "FROM-CLUSTER"})
 	tagged, other := netip.MustParsePrefix("198.18.43.1/32"), netip.MustParsePrefix("198.18.43.2/32")
 	ads := staticPolicy{{Peers: []string{"edge"}, Attributes: Attributes{Communities: mustSet(t, "no-export")}}}
 	local := netlab.SpeakerAddr(netlab.IPv4, 0)

@@ -15,7 +15,8 @@ import (
 // ready endpoints 3 and 1 (SetWeights), as ADD-PATH paths of one speaker:
 // FRR reads each path's link bandwidth community as the speaker wrote it
 // and installs the kernel route with next-hop weights 3:1; equal endpoints
-// make equal weights, and without weights FRR installs plain ECMP.
+// make equal weights, and without weights FRR installs plain ECMP. Two
+// speakers (replicas) with the same weights still make 3:1.
 func testWeightsFRR(t *testing.T, lab *netlab.Lab, s *Speaker) {
 	ctx := t.Context()
 	hops := lab.NodeAddrs(netlab.IPv4)
@@ -77,6 +78,38 @@ func testWeightsFRR(t *testing.T, lab *netlab.Lab, s *Speaker) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		t.Logf("%s: FRR reads %v, kernel weights %v", step.name, got, route.Weights)
+	}
+
+	// A second replica sends the same paths: FRR holds one per replica and
+	// node, and still weighs the nodes 3:1.
+	local := netlab.SpeakerAddr(netlab.IPv4, 1)
+	s2 := runSpeaker(t, Config{ASN: asn, RouterID: local, Peers: []Peer{
+		{Name: "edge", Address: netlab.RouterAddr(netlab.IPv4), ASN: lab.Opts.RouterASN, LocalAddress: local},
+	}})
+	for _, sp := range []*Speaker{s, s2} {
+		if err := sp.SetWeights(ctx, p, map[netip.Addr]int{hops[0]: 3, hops[1]: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := sp.SetPaths(ctx, p, hops); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(100 * time.Millisecond) {
+		paths, err := lab.BGPPaths(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _, err := lab.Route(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(paths) == 4 && slices.Equal(r.NextHops, hops) && reduced(r.Weights) == [2]int{3, 1} {
+			t.Logf("two replicas: %d paths, kernel weights %v", len(paths), r.Weights)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("two replicas: FRR has paths %v, kernel route %v weights %v; want 4 paths, weights 3:1", paths, r.NextHops, r.Weights)
+		}
 	}
 }
 
