@@ -244,7 +244,8 @@ func testLeafSpineNodeAgents(t *testing.T, opts netlab.LeafSpineOptions) {
 // its path with its endpoints as link bandwidth: an FRR ToR installs the
 // route with next-hop weights 3:1 and the client's requests land on the
 // nodes within 10 points of 75/25; a BIRD ToR ignores the community and
-// keeps equal weights, and the requests still reach both nodes.
+// keeps equal weights, and the requests still reach both nodes. The
+// endpoints then move (1 and 3): the FRR ToR's weights follow.
 func testLeafSpineWeights(t *testing.T, ls *netlab.LeafSpine, ns string, tor netlab.RouterKind, node0, node1 string) {
 	ctx := context.Background()
 	framework.CreateLoadBalancer(t, client, ns, "weighted", framework.Local)
@@ -266,19 +267,23 @@ func testLeafSpineWeights(t *testing.T, ls *netlab.LeafSpine, ns string, tor net
 	if tor != netlab.RouterFRR {
 		want, share = [2]int{1, 1}, 0.5
 	}
-	var r netlab.Route
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		var err error
-		if r, _, err = ls.Route(ls.Tors[1], p); err != nil {
-			t.Fatal(err)
-		}
-		if slices.Equal(r.NextHops, hops) && len(r.Weights) == 2 && r.Weights[0]*want[1] == r.Weights[1]*want[0] {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s ToR: route %s via %v weights %v, want via %v in the ratio %v", tor, p, r.NextHops, r.Weights, hops, want)
+	waitWeights := func(want [2]int) netlab.Route {
+		t.Helper()
+		var r netlab.Route
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			var err error
+			if r, _, err = ls.Route(ls.Tors[1], p); err != nil {
+				t.Fatal(err)
+			}
+			if slices.Equal(r.NextHops, hops) && len(r.Weights) == 2 && r.Weights[0]*want[1] == r.Weights[1]*want[0] {
+				return r
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s ToR: route %s via %v weights %v, want via %v in the ratio %v", tor, p, r.NextHops, r.Weights, hops, want)
+			}
 		}
 	}
+	r := waitWeights(want)
 	start := time.Now()
 	const requests = 1000
 	answers, err := netlab.Answers(ctx, ls.ClientGet, netlab.VIPURL(vip), requests)
@@ -290,4 +295,18 @@ func testLeafSpineWeights(t *testing.T, ls *netlab.LeafSpine, ns string, tor net
 	if answers["r1n0"]+answers["r1n1"] != requests || got < share-0.1 || got > share+0.1 {
 		t.Errorf("%s ToR: %v of %d requests, want %.0f%% ± 10 on rack 1's node 0 and the rest on its node 1", tor, answers, requests, 100*share)
 	}
+
+	// The endpoints move: 1 on node 0, 3 on node 1. Each agent sends its
+	// path again with its new count.
+	moved := framework.EndpointSlice(ns, "weighted", "e2e",
+		framework.Endpoint{Address: "198.19.2.1", Node: node0}, framework.Endpoint{Address: "198.19.2.2", Node: node1},
+		framework.Endpoint{Address: "198.19.2.3", Node: node1}, framework.Endpoint{Address: "198.19.2.4", Node: node1})
+	if _, err := client.DiscoveryV1().EndpointSlices(ns).Update(ctx, moved, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if tor == netlab.RouterFRR {
+		want = [2]int{1, 3}
+	}
+	r = waitWeights(want)
+	t.Logf("%s ToR: weights %v after the endpoints moved to 1 and 3", tor, r.Weights)
 }
