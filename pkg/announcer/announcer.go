@@ -69,6 +69,11 @@ type Options struct {
 	// communities a Service adds to the paths of its address
 	// (bgp.ServiceCommunities).
 	Communities func(svc *v1.Service, addr netip.Addr) community.Set
+	// Weighted, when set and the backend is a WeightBackend, says whether
+	// the paths of a Service's address with externalTrafficPolicy Local
+	// carry the ready endpoints behind each next hop (weighted ECMP:
+	// loadBalancer.pools[].weightedECMP).
+	Weighted func(svc *v1.Service, addr netip.Addr) bool
 }
 
 // Announcer keeps the speaker's paths equal to what the cluster shows.
@@ -90,11 +95,11 @@ type Announcer struct {
 	// Owned by the run loop: the paths of both reconcilers (LoadBalancer
 	// addresses, pod routes), and the eligible nodes.
 	table    *pathTable
-	comms    *communityTable     // nil: the Services' communities are not announced
-	commsTo  CommunityBackend    // the backend of comms
-	eligible map[string]nodeHops // node name -> next hops
-	hops4    []netip.Addr        // the eligible, healthy nodes' IPv4 next hops, sorted; never modified
-	hops6    []netip.Addr        // the same for IPv6
+	comms    *prefixValues[community.Set] // nil: the Services' communities are not announced
+	weights  *prefixValues[hopWeights]    // nil: no weighted ECMP
+	eligible map[string]nodeHops          // node name -> next hops
+	hops4    []netip.Addr                 // the eligible, healthy nodes' IPv4 next hops, sorted; never modified
+	hops6    []netip.Addr                 // the same for IPv6
 
 	// health checks the nodes (nil: no checks); healthTargetsChanged: a
 	// Local Service's checked nodes changed in this sync.
@@ -134,7 +139,10 @@ func New(inf Informers, backend Backend, serves Filter, opts Options) *Announcer
 		table:     newPathTable(),
 	}
 	if cb, ok := backend.(CommunityBackend); ok && opts.Communities != nil {
-		a.comms, a.commsTo = newCommunityTable(), cb
+		a.comms = newCommunityTable(cb)
+	}
+	if wb, ok := backend.(WeightBackend); ok && opts.Weighted != nil {
+		a.weights = newWeightTable(wb)
 	}
 	if opts.HealthChecks != nil {
 		a.health = newHealth(*opts.HealthChecks, a.healthChanged)
@@ -325,12 +333,15 @@ func (a *Announcer) sync(ctx context.Context) bool {
 			a.syncPodRoutes(touched)
 		}
 	}
-	commsTouched := map[netip.Prefix]bool{}
+	commsTouched, weightsTouched := map[netip.Prefix]bool{}, map[netip.Prefix]bool{}
 	for key := range dirty {
-		paths, comms := a.serviceContribution(key)
+		paths, comms, weights := a.serviceContribution(key)
 		a.table.set(owner{fromService, key}, paths, touched)
 		if a.comms != nil {
 			a.comms.set(key, comms, commsTouched)
+		}
+		if a.weights != nil {
+			a.weights.set(key, weights, weightsTouched)
 		}
 	}
 	if a.healthTargetsChanged {
@@ -338,7 +349,10 @@ func (a *Announcer) sync(ctx context.Context) bool {
 	}
 	retry := false
 	if a.comms != nil {
-		retry = a.comms.apply(ctx, a.commsTo, commsTouched)
+		retry = a.comms.apply(ctx, commsTouched)
+	}
+	if a.weights != nil {
+		retry = a.weights.apply(ctx, weightsTouched) || retry
 	}
 	retry = a.table.apply(ctx, a.backend, touched) || retry
 	if a.opts.PodRoutes {

@@ -57,6 +57,14 @@ func (r *Recorder) SetCommunities(ctx context.Context, prefix netip.Prefix, c co
 	return nil
 }
 
+// SetWeights passes the weights on when the inner backend takes them.
+func (r *Recorder) SetWeights(ctx context.Context, prefix netip.Prefix, weights map[netip.Addr]int) error {
+	if wb, ok := r.next.(WeightBackend); ok {
+		return wb.SetWeights(ctx, prefix, weights)
+	}
+	return nil
+}
+
 // NextHops are the next hops prefix was last given (nil: not announced).
 // The caller must not modify the list.
 func (r *Recorder) NextHops(prefix netip.Prefix) []netip.Addr {

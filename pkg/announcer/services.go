@@ -14,22 +14,26 @@ import (
 // serviceContribution computes the prefixes and next hops of a Service
 // (key namespace/name): its status addresses, with the eligible nodes (for
 // externalTrafficPolicy Local, those with a ready endpoint) that pass their
-// health checks, capped; and the communities it adds to them (only with
-// Options.Communities).
-func (a *Announcer) serviceContribution(key string) (contribution, map[netip.Prefix]community.Set) {
+// health checks, capped; the communities it adds to them (only with
+// Options.Communities); and, for those Options.Weighted weighs, the ready
+// endpoints behind each next hop.
+func (a *Announcer) serviceContribution(key string) (contribution, map[netip.Prefix]community.Set, map[netip.Prefix]hopWeights) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	svc, err := a.services.Services(ns).Get(name)
 	if err != nil || svc.DeletionTimestamp != nil || !a.serves(svc) {
 		a.healthTargetsChanged = a.health.setLocal(key, nil, 0) || a.healthTargetsChanged
 		a.outside.set(key, 0)
-		return nil, nil
+		return nil, nil, nil
 	}
 	hops4, hops6 := a.hops4, a.hops6
+	var nodes map[string]nodeHops // with externalTrafficPolicy Local: the nodes with a ready endpoint
+	var counts *[2]map[string]int // their endpoints, counted when first needed
 	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal {
-		nodes, port := a.withReadyEndpoints(svc), localPort(svc)
+		port := localPort(svc)
+		nodes = a.withReadyEndpoints(svc)
 		a.healthTargetsChanged = a.health.setLocal(key, nodes, port) || a.healthTargetsChanged
 		hops4, hops6 = hopLists(a.health.healthy(nodes, port))
 	} else {
@@ -37,6 +41,7 @@ func (a *Announcer) serviceContribution(key string) (contribution, map[netip.Pre
 	}
 	var out contribution
 	var comms map[netip.Prefix]community.Set
+	var weights map[netip.Prefix]hopWeights
 	left := 0
 	for _, in := range svc.Status.LoadBalancer.Ingress {
 		ip, err := netip.ParseAddr(in.IP)
@@ -57,7 +62,19 @@ func (a *Announcer) serviceContribution(key string) (contribution, map[netip.Pre
 			hops = hops4
 		}
 		p := netip.PrefixFrom(ip, ip.BitLen())
-		out = out.with(p, rendezvous.Pick(p, hops, a.opts.MaxNextHops))
+		picked := rendezvous.Pick(p, hops, a.opts.MaxNextHops)
+		out = out.with(p, picked)
+		if a.weights != nil && nodes != nil && a.opts.Weighted(svc, ip) {
+			if counts == nil {
+				counts = new(a.endpointCounts(svc))
+			}
+			if w := weightsOf(picked, nodes, *counts, ip.Is4()); len(w) > 0 {
+				if weights == nil {
+					weights = map[netip.Prefix]hopWeights{}
+				}
+				weights[p] = w
+			}
+		}
 		if a.comms != nil {
 			if c := a.opts.Communities(svc, ip); !c.Empty() {
 				if comms == nil {
@@ -68,7 +85,7 @@ func (a *Announcer) serviceContribution(key string) (contribution, map[netip.Pre
 		}
 	}
 	a.outside.set(key, left)
-	return out, comms
+	return out, comms, weights
 }
 
 // byService indexes EndpointSlices by "namespace/service".

@@ -142,8 +142,9 @@ func family(a netip.Addr) bgp.Family {
 // withdrawal of the previous one, and ADD-PATH sends them all. A locally
 // originated path keeps its given next hop also towards eBGP peers
 // (third-party next hop). The paths share one NLRI and one set of
-// attributes besides the next hop, which GoBGP keeps as given: a prefix's
-// paths cost GoBGP one prefix, not one each.
+// attributes besides the next hop (and the link bandwidth community of
+// weighted ECMP), which GoBGP keeps as given: a prefix's paths cost GoBGP
+// one prefix, not one each.
 func apiPaths(prefix netip.Prefix, paths hopPaths, attrs Attributes) ([]*apiutil.Path, error) {
 	nlri, err := bgp.NewIPAddrPrefix(prefix)
 	if err != nil {
@@ -162,10 +163,14 @@ func apiPaths(prefix netip.Prefix, paths hopPaths, attrs Attributes) ([]*apiutil
 		if err != nil {
 			return nil, fmt.Errorf("encode next hop %s: %w", h.hop, err)
 		}
+		pa := append(slices.Clip(shared), hop)
+		if lb, ok := attrs.linkBandwidth(h.hop); ok {
+			pa = append(pa, lb)
+		}
 		out = append(out, &apiutil.Path{
 			Family:   fam,
 			Nlri:     nlri,
-			Attrs:    append(slices.Clip(shared), hop),
+			Attrs:    pa,
 			RemoteID: h.id,
 		})
 	}

@@ -14,6 +14,11 @@ type Attributes struct {
 	// LocalPref is its LOCAL_PREF; 0 sends none (GoBGP then sends iBGP
 	// peers its default, 100). GoBGP never sends it to eBGP peers.
 	LocalPref uint32
+
+	// weights and asn, set by the speaker for a host prefix with
+	// SetWeights, give each path its link bandwidth community.
+	weights map[netip.Addr]int
+	asn     uint32
 }
 
 // Advertisement is how some host prefixes go to some peers.
@@ -94,5 +99,6 @@ func (s *Speaker) hostAttrs(i int, prefix netip.Prefix) (Attributes, bool) {
 	}
 	attrs := ad.Attributes
 	attrs.Communities = attrs.Communities.Union(s.extra[prefix])
+	attrs.weights, attrs.asn = s.weights[prefix], s.cfg.ASN
 	return attrs, true
 }

@@ -114,7 +114,9 @@ func waitBird(t *testing.T, lab *netlab.Lab, prefix netip.Prefix, want map[strin
 
 // TestPolicyFRR sends FRR paths with communities and large communities
 // through the import route map docs/loadbalancer.md gives for FRR: a path
-// tagged 65000:300 gets local preference 300, the others keep FRR's.
+// tagged 65000:300 gets local preference 300, the others keep FRR's. Then
+// weighted ECMP in the same lab: paths with link bandwidth communities, as
+// FRR reads them and weighs its kernel's next hops.
 func TestPolicyFRR(t *testing.T) {
 	if err := netlab.AvailableFRR(); err != nil {
 		t.Skip(err)
@@ -123,7 +125,7 @@ func TestPolicyFRR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lab := netlab.New(t, netlab.Options{Nodes: 1, Speakers: 1, Router: netlab.RouterFRR, FRRExtra: filters, FRRImport: "FROM-CLUSTER"})
+	lab := netlab.New(t, netlab.Options{Nodes: 2, Speakers: 2, Router: netlab.RouterFRR, FRRExtra: filters, FRRImport: "FROM-CLUSTER"})
 	tagged, other := netip.MustParsePrefix("198.18.43.1/32"), netip.MustParsePrefix("198.18.43.2/32")
 	ads := staticPolicy{{Peers: []string{"edge"}, Attributes: Attributes{Communities: mustSet(t, "no-export")}}}
 	local := netlab.SpeakerAddr(netlab.IPv4, 0)
@@ -131,7 +133,7 @@ func TestPolicyFRR(t *testing.T) {
 		{Name: "edge", Address: netlab.RouterAddr(netlab.IPv4), ASN: lab.Opts.RouterASN, LocalAddress: local},
 	}})
 	ctx := t.Context()
-	hops := lab.NodeAddrs(netlab.IPv4)
+	hops := lab.NodeAddrs(netlab.IPv4)[:1]
 	for _, p := range []netip.Prefix{tagged, other} {
 		if err := s.SetPaths(ctx, p, hops); err != nil {
 			t.Fatal(err)
@@ -164,6 +166,7 @@ func TestPolicyFRR(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+	t.Run("weighted ECMP", func(t *testing.T) { testWeightsFRR(t, lab, s) })
 }
 
 func mustSet(t *testing.T, s string) community.Set {

@@ -44,6 +44,10 @@ type Speaker struct {
 	// extra are the communities the Services of a host prefix add to it
 	// (SetCommunities); only prefixes with some are present.
 	extra map[netip.Prefix]community.Set
+	// weights are, by host prefix, the ready endpoints of each next hop
+	// whose paths carry a link bandwidth community (SetWeights); only
+	// prefixes with some are present.
+	weights map[netip.Prefix]map[netip.Addr]int
 	// aggs are, by peer index, the aggregates the policy sends that peer;
 	// nil for a peer without any.
 	aggs []map[netip.Prefix]*aggregate
@@ -95,6 +99,7 @@ func New(cfg Config) (*Speaker, error) {
 		cfg:      c,
 		paths:    map[netip.Prefix]prefixPaths{},
 		extra:    map[netip.Prefix]community.Set{},
+		weights:  map[netip.Prefix]map[netip.Addr]int{},
 		aggs:     make([]map[netip.Prefix]*aggregate, len(c.Peers)),
 		aggRetry: map[aggKey]bool{},
 		stop:     make(chan struct{}),

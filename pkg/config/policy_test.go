@@ -67,6 +67,7 @@ func TestPolicyValidationErrors(t *testing.T) {
     announce: [L2]
     bgpAdvertisements: [{}]
     serviceCommunities: ["65000:1"]
+    weightedECMP: true
 `,
 			want: []string{
 				`loadBalancer.pools[0].bgpAdvertisements[0].peers[1]: Not found: "nowhere"`,
@@ -87,6 +88,7 @@ func TestPolicyValidationErrors(t *testing.T) {
 				`loadBalancer.pools[2].bgpAdvertisements[0].aggregate.ipv4Length: Invalid value: 32: must be from 1 to 31`,
 				`loadBalancer.pools[3].bgpAdvertisements: Invalid value: 1: the pool is not announced with BGP`,
 				`loadBalancer.pools[3].serviceCommunities: Invalid value: ["65000:1"]: the pool is not announced with BGP`,
+				`loadBalancer.pools[3].weightedECMP: Invalid value: true: the pool is not announced with BGP`,
 			},
 		},
 		{

@@ -54,6 +54,10 @@ var RestartFields = []RestartField{
 		Restarts: Replicas | Agents, value: func(c *CloudConfig) any {
 			return poolValues(c, func(p *Pool) (any, bool) { return p.ServiceCommunities, len(p.ServiceCommunities) > 0 })
 		}},
+	{Path: "loadBalancer.pools[].weightedECMP", Note: "Applies at the next restart (the announcers read it at start).",
+		Restarts: Replicas | Agents, value: func(c *CloudConfig) any {
+			return poolValues(c, func(p *Pool) (any, bool) { return p.WeightedECMP, p.WeightedECMP })
+		}},
 	{Path: "bgp", Note: "Applies at the next restart of the replicas and the node agents, except onStop, which a replica reads when it stops.",
 		Restarts: Replicas | Agents, value: func(c *CloudConfig) any { b := c.BGP; b.OnStop = ""; return b }},
 	{Path: "routes", Note: "Applies at the next restart.",

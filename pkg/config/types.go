@@ -150,6 +150,14 @@ type Pool struct {
 	// metal-ccm.io/bgp-communities annotation; any other is refused with a
 	// Warning Event. Default: none.
 	ServiceCommunities []string `json:"serviceCommunities,omitempty"`
+	// WeightedECMP weighs the BGP paths of the pool's addresses of
+	// Services with externalTrafficPolicy Local by their pods: each node's
+	// path carries a link bandwidth extended community in proportion to
+	// the Service's ready endpoints on it, so that a router that honours
+	// it (FRR) sends each node its share of the traffic instead of an equal
+	// one. Routers that ignore it spread the traffic evenly, as without.
+	// Needs BGP in announce. Default: false.
+	WeightedECMP bool `json:"weightedECMP,omitempty"`
 
 	ranges             []ipam.Range    // Addresses, parsed by validation
 	selector           labels.Selector // ServiceSelector, compiled by validation; nil: all

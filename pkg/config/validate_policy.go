@@ -57,6 +57,9 @@ func (lb *LoadBalancer) validatePolicy(p *field.Path, b *BGP) field.ErrorList {
 		if len(pool.ServiceCommunities) > 0 && !bgp {
 			errs = append(errs, field.Invalid(pp.Child("serviceCommunities"), pool.ServiceCommunities, "the pool is not announced with BGP"))
 		}
+		if pool.WeightedECMP && !bgp {
+			errs = append(errs, field.Invalid(pp.Child("weightedECMP"), true, "the pool is not announced with BGP"))
+		}
 		pool.serviceCommunities = community.Set{}
 		for j, c := range pool.ServiceCommunities {
 			if err := pool.serviceCommunities.Parse(c); err != nil {

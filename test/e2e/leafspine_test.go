@@ -83,7 +83,9 @@ func testLeafSpineNodeAgents(t *testing.T, opts netlab.LeafSpineOptions) {
 	}
 	cfg := filepath.Join(t.TempDir(), "cloud-config.yaml")
 	// Pod routes too: the agents announce their nodes' pod CIDRs.
-	body := ls.AgentCloudConfig(leafSpineHoldTime, "198.18.171.0/24", "2001:db8:171::/120") + "routes:\n  enabled: true\n"
+	// Weighted ECMP for the Local Services (the last subtest).
+	body := netlab.WithPoolFields(ls.AgentCloudConfig(leafSpineHoldTime, "198.18.171.0/24", "2001:db8:171::/120"), "weightedECMP: true") +
+		"routes:\n  enabled: true\n"
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -296,4 +298,79 @@ func testLeafSpineNodeAgents(t *testing.T, opts netlab.LeafSpineOptions) {
 		// Rack 0 reaches it through the spine: none of its nodes announces it.
 		wait(ls.Tors[0], p, netlab.LeafSpineSpineAddr(netlab.IPv4, 0))
 	})
+	t.Run("weighted ECMP by endpoints", func(t *testing.T) {
+		testLeafSpineWeights(t, ls, ns, opts.TorRouter[1], nodes[2].name, nodes[3].name)
+	})
+}
+
+// testLeafSpineWeights: a Local Service with 3 endpoints on rack 1's node 0
+// and 1 on its node 1, in a pool with weightedECMP. Each node's agent sends
+// its path with its endpoints as link bandwidth: an FRR ToR installs the
+// route with next-hop weights 3:1 and the client's requests land on the
+// nodes within 10 points of 75/25; a BIRD ToR ignores the community and
+// keeps equal weights, and the requests still reach both nodes. The
+// endpoints then move (1 and 3): the FRR ToR's weights follow.
+func testLeafSpineWeights(t *testing.T, ls *netlab.LeafSpine, ns string, tor netlab.RouterKind, node0, node1 string) {
+	ctx := context.Background()
+	framework.CreateLoadBalancer(t, client, ns, "weighted", framework.Local)
+	vip := waitVIPs(t, ns, "weighted", 1)[0]
+	slice := framework.EndpointSlice(ns, "weighted", "e2e",
+		framework.Endpoint{Address: "198.19.2.1", Node: node0}, framework.Endpoint{Address: "198.19.2.2", Node: node0},
+		framework.Endpoint{Address: "198.19.2.3", Node: node0}, framework.Endpoint{Address: "198.19.2.4", Node: node1})
+	if _, err := client.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := ls.ServeVIP(1, i, vip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := netlab.HostPrefix(vip)
+	hops := []netip.Addr{netlab.LeafSpineNodeAddr(netlab.IPv4, 1, 0), netlab.LeafSpineNodeAddr(netlab.IPv4, 1, 1)}
+	want, share := [2]int{3, 1}, 0.75
+	if tor != netlab.RouterFRR {
+		want, share = [2]int{1, 1}, 0.5
+	}
+	waitWeights := func(want [2]int) netlab.Route {
+		t.Helper()
+		var r netlab.Route
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			var err error
+			if r, _, err = ls.Route(ls.Tors[1], p); err != nil {
+				t.Fatal(err)
+			}
+			if slices.Equal(r.NextHops, hops) && len(r.Weights) == 2 && r.Weights[0]*want[1] == r.Weights[1]*want[0] {
+				return r
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s ToR: route %s via %v weights %v, want via %v in the ratio %v", tor, p, r.NextHops, r.Weights, hops, want)
+			}
+		}
+	}
+	r := waitWeights(want)
+	start := time.Now()
+	const requests = 1000
+	answers, err := netlab.Answers(ctx, ls.ClientGet, netlab.VIPURL(vip), requests)
+	if err != nil {
+		t.Fatalf("requests to %s: %v (answered so far: %v)", vip, err, answers)
+	}
+	got := float64(answers["r1n0"]) / requests
+	t.Logf("%s ToR: weights %v; %d requests in %.1fs: %v, %.0f%% on rack 1's node 0", tor, r.Weights, requests, time.Since(start).Seconds(), answers, 100*got)
+	if answers["r1n0"]+answers["r1n1"] != requests || got < share-0.1 || got > share+0.1 {
+		t.Errorf("%s ToR: %v of %d requests, want %.0f%% ± 10 on rack 1's node 0 and the rest on its node 1", tor, answers, requests, 100*share)
+	}
+
+	// The endpoints move: 1 on node 0, 3 on node 1. Each agent sends its
+	// path again with its new count.
+	moved := framework.EndpointSlice(ns, "weighted", "e2e",
+		framework.Endpoint{Address: "198.19.2.1", Node: node0}, framework.Endpoint{Address: "198.19.2.2", Node: node1},
+		framework.Endpoint{Address: "198.19.2.3", Node: node1}, framework.Endpoint{Address: "198.19.2.4", Node: node1})
+	if _, err := client.DiscoveryV1().EndpointSlices(ns).Update(ctx, moved, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if tor == netlab.RouterFRR {
+		want = [2]int{1, 3}
+	}
+	r = waitWeights(want)
+	t.Logf("%s ToR: weights %v after the endpoints moved to 1 and 3", tor, r.Weights)
 }

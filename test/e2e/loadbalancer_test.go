@@ -2,7 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
+	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/metal-ccm/metal-ccm/pkg/annotation"
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
 	"github.com/metal-ccm/metal-ccm/pkg/svcstatus"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
@@ -18,7 +23,8 @@ import (
 // TestLoadBalancerOverBGP is the path of a LoadBalancer Service from
 // allocation to a client's request through a real router.
 func TestLoadBalancerOverBGP(t *testing.T) {
-	lab := netlab.New(t, netlab.Options{Nodes: 3, Speakers: 2})
+	// Weighted ECMP changes nothing for BIRD, which ignores link bandwidth.
+	lab := netlab.New(t, netlab.Options{Nodes: 3, Speakers: 2, PoolFields: []string{"weightedECMP: true"}})
 	if _, err := lab.Exec(lab.Router, "sysctl", "-qw", "net.ipv4.fib_multipath_hash_policy=1", "net.ipv6.fib_multipath_hash_policy=1"); err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +84,33 @@ func TestLoadBalancerOverBGP(t *testing.T) {
 		lvip := waitVIPs(t, ns, "local", 1)[0]
 		endpointsOn(t, ns, "local", lab.NodeName(1))
 		waitRoute(t, lab, lvip, v4[1])
-		endpointsOn(t, ns, "local", lab.NodeName(0), lab.NodeName(2))
+		// 2 endpoints on node 0, 1 on node 2: the paths carry link
+		// bandwidth 2 and 1 (weightedECMP), which BIRD ignores: equal
+		// weights in its kernel route.
+		endpointsOn(t, ns, "local", lab.NodeName(0), lab.NodeName(0), lab.NodeName(2))
 		waitRoute(t, lab, lvip, v4[0], v4[2])
+		if r, _, err := lab.Route(netlab.HostPrefix(lvip)); err != nil || !slices.Equal(r.Weights, []int{1, 1}) {
+			t.Errorf("BIRD's route to %s: weights %v (%v), want equal-cost [1 1]", lvip, r.Weights, err)
+		}
+		// BIRD got each path's community as the replica wrote it.
+		want := map[netip.Addr][]string{v4[0]: {birdLinkBandwidth(2)}, v4[2]: {birdLinkBandwidth(1)}}
+		got := map[netip.Addr][]string{}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			routes, err := lab.BirdRoutes(netlab.HostPrefix(lvip), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			clear(got)
+			for _, r := range routes {
+				got[r.NextHop] = r.ExtCommunities
+			}
+			if fmt.Sprint(got) == fmt.Sprint(want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("BIRD's paths for %s carry %v, want %v", lvip, got, want)
+			}
+		}
 	})
 	t.Run("dual-stack and IPv6", func(t *testing.T) {
 		framework.CreateLoadBalancer(t, client, ns, "dual", framework.DualStack)
@@ -150,4 +181,13 @@ func TestLeaderKillLosesNoRequest(t *testing.T) {
 	if failed != 0 || sent < 50 {
 		t.Errorf("%d of %d requests failed: %v", failed, sent, errs)
 	}
+}
+
+// birdLinkBandwidth is the link bandwidth community of a path to a node
+// with n endpoints as BIRD shows it, "(unknown 0x4004, AS, value)": an
+// extended community of a type it has no name for, its value the
+// bandwidth's IEEE 754 bits as a decimal number.
+func birdLinkBandwidth(n int) string {
+	b := community.ForEndpoints(netlab.DefaultSpeakerASN, n).Bytes()
+	return fmt.Sprintf("unknown 0x%x:%d:%d", binary.BigEndian.Uint16(b[:2]), binary.BigEndian.Uint16(b[2:4]), binary.BigEndian.Uint32(b[4:]))
 }

@@ -17,6 +17,10 @@ type BirdRoute struct {
 	// Communities are written "AS:value" (well-known ones by number, as
 	// BIRD shows them), LargeCommunities "global:local1:local2".
 	Communities, LargeCommunities []string
+	// ExtCommunities are BIRD's tuples joined by ':' ("rt:65000:1"); one
+	// of a type it has no name for is "unknown 0xTYPE:AS:value" (a link
+	// bandwidth community, which BIRD keeps but does not use).
+	ExtCommunities []string
 	// LocalPref is 0 when the route has none.
 	LocalPref int
 }
@@ -70,6 +74,8 @@ func parseBirdRoutes(out string) ([]BirdRoute, error) {
 			cur.Communities = birdTuples(val)
 		case key == "BGP.large_community":
 			cur.LargeCommunities = birdTuples(val)
+		case key == "BGP.ext_community":
+			cur.ExtCommunities = birdTuples(val)
 		case key == "BGP.local_pref":
 			n, err := strconv.Atoi(val)
 			if err != nil {

@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 )
 
 // CloudConfig is a CCM replica's cloud-config for this lab: one pool with
-// pool4 and pool6, and the router's IPv4 and IPv6 sessions from speaker
+// pool4 and pool6 (and Options.PoolFields), and the router's IPv4 and IPv6 sessions from speaker
 // address i (SpeakerAddrs). More YAML may be appended to it.
 func (l *Lab) CloudConfig(i int, pool4, pool6 string) string {
 	return l.CloudConfigFrom(l.SpeakerAddrs(IPv4)[i], l.SpeakerAddrs(IPv6)[i], pool4, pool6)
@@ -18,7 +19,7 @@ func (l *Lab) CloudConfig(i int, pool4, pool6 string) string {
 // CloudConfigFrom is CloudConfig with the sessions' source addresses given:
 // a node's (NodeAddr) for a CCM that runs on a node's network.
 func (l *Lab) CloudConfigFrom(local4, local6 netip.Addr, pool4, pool6 string) string {
-	return fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
+	return WithPoolFields(fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
 kind: CloudConfig
 loadBalancer:
   pools:
@@ -37,7 +38,18 @@ bgp:
     holdTime: 9s
 `, pool4, pool6, l.Opts.SpeakerASN,
 		RouterAddr(IPv4), l.Opts.RouterASN, local4,
-		RouterAddr(IPv6), l.Opts.RouterASN, local6)
+		RouterAddr(IPv6), l.Opts.RouterASN, local6), l.Opts.PoolFields...)
+}
+
+// WithPoolFields adds YAML fields ("weightedECMP: true") to the pool named
+// default of a cloud-config that CloudConfig or AgentCloudConfig made.
+func WithPoolFields(cfg string, fields ...string) string {
+	const pool = "  - name: default\n"
+	var add strings.Builder
+	for _, f := range fields {
+		add.WriteString("    " + f + "\n")
+	}
+	return strings.Replace(cfg, pool, pool+add.String(), 1)
 }
 
 // RequireRoute waits up to 20 s until the router's kernel has exactly these

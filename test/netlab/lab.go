@@ -107,6 +107,9 @@ type Options struct {
 	// `router bgp` (settings of the peer groups CCM and CCM6), which FRR
 	// merges into it.
 	FRRAfter string
+	// PoolFields are YAML fields CloudConfig adds to its pool
+	// ("weightedECMP: true").
+	PoolFields []string
 }
 
 func (o *Options) defaults() error {

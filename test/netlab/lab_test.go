@@ -31,9 +31,9 @@ func TestParseRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Route{
-		{Prefix: netip.MustParsePrefix("198.18.30.1/32"), NextHops: addrs("198.18.10.12")},
-		{Prefix: netip.MustParsePrefix("198.18.31.0/24"), NextHops: addrs("198.18.10.11", "198.18.10.13")},
-		{Prefix: netip.MustParsePrefix("0.0.0.0/0"), NextHops: addrs("198.18.10.1")},
+		{Prefix: netip.MustParsePrefix("198.18.30.1/32"), NextHops: addrs("198.18.10.12"), Weights: []int{1}},
+		{Prefix: netip.MustParsePrefix("198.18.31.0/24"), NextHops: addrs("198.18.10.11", "198.18.10.13"), Weights: []int{1, 1}},
+		{Prefix: netip.MustParsePrefix("0.0.0.0/0"), NextHops: addrs("198.18.10.1"), Weights: []int{1}},
 	}
 	if !slices.EqualFunc(got, want, routeEqual) {
 		t.Errorf("IPv4 routes = %v, want %v", got, want)
@@ -44,9 +44,21 @@ func TestParseRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = []Route{{Prefix: netip.MustParsePrefix("2001:db8:30::1/128"), NextHops: addrs("2001:db8:10::11", "2001:db8:10::12")}}
+	want = []Route{{Prefix: netip.MustParsePrefix("2001:db8:30::1/128"), NextHops: addrs("2001:db8:10::11", "2001:db8:10::12"), Weights: []int{1, 1}}}
 	if !slices.EqualFunc(got, want, routeEqual) {
 		t.Errorf("IPv6 routes = %v, want %v", got, want)
+	}
+
+	// FRR with link bandwidth: weighted next hops, as zebra installs them
+	// (with a nexthop group), each weight kept with its next hop.
+	frr := `[{"dst":"198.18.43.1","nhid":12,"metric":20,"flags":[],"nexthops":[{"gateway":"198.18.10.12","dev":"br0","weight":25,"flags":[]},{"gateway":"198.18.10.11","dev":"br0","weight":75,"flags":[]}]}]`
+	got, err = parseRoutes(IPv4, []byte(frr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []Route{{Prefix: netip.MustParsePrefix("198.18.43.1/32"), NextHops: addrs("198.18.10.11", "198.18.10.12"), Weights: []int{75, 25}}}
+	if !slices.EqualFunc(got, want, routeEqual) {
+		t.Errorf("weighted routes = %v, want %v", got, want)
 	}
 
 	if got, err := parseRoutes(IPv4, []byte("[]\n")); err != nil || len(got) != 0 {
@@ -57,7 +69,9 @@ func TestParseRoutes(t *testing.T) {
 	}
 }
 
-func routeEqual(a, b Route) bool { return a.Prefix == b.Prefix && slices.Equal(a.NextHops, b.NextHops) }
+func routeEqual(a, b Route) bool {
+	return a.Prefix == b.Prefix && slices.Equal(a.NextHops, b.NextHops) && slices.Equal(a.Weights, b.Weights)
+}
 
 func TestAddressPlan(t *testing.T) {
 	for _, a := range []netip.Addr{

@@ -85,11 +85,15 @@ type FRRRoute struct {
 	// Communities and LargeCommunities are as FRR writes them
 	// ("65000:300 no-export", "64512:9:9").
 	Communities, LargeCommunities string
-	LocalPref                     int
+	// ExtendedCommunities are as FRR writes them: a link bandwidth one
+	// is "LB:AS:bytes per second (N.NNN Mbps)".
+	ExtendedCommunities string
+	LocalPref           int
+	NextHop             netip.Addr
 }
 
 // FRRRoutes are the paths FRR holds for exactly prefix, with their
-// communities and local preference.
+// communities, local preference and next hop.
 func (n *routerNS) FRRRoutes(prefix netip.Prefix) ([]FRRRoute, error) {
 	out, err := n.frrPrefixJSON(prefix)
 	if err != nil {
@@ -106,7 +110,13 @@ func (n *routerNS) FRRRoutes(prefix netip.Prefix) ([]FRRRoute, error) {
 			LargeCommunity struct {
 				String string `json:"string"`
 			} `json:"largeCommunity"`
-			LocPrf int `json:"locPrf"`
+			ExtendedCommunity struct {
+				String string `json:"string"`
+			} `json:"extendedCommunity"`
+			LocPrf   int `json:"locPrf"`
+			Nexthops []struct {
+				IP string `json:"ip"`
+			} `json:"nexthops"`
 		} `json:"paths"`
 	}
 	if err := json.Unmarshal(out, &doc); err != nil {
@@ -115,7 +125,12 @@ func (n *routerNS) FRRRoutes(prefix netip.Prefix) ([]FRRRoute, error) {
 	var routes []FRRRoute
 	for _, p := range doc.Paths {
 		peer, _ := netip.ParseAddr(p.Peer.PeerID)
-		routes = append(routes, FRRRoute{Peer: peer, Communities: p.Community.String, LargeCommunities: p.LargeCommunity.String, LocalPref: p.LocPrf})
+		r := FRRRoute{Peer: peer, Communities: p.Community.String, LargeCommunities: p.LargeCommunity.String,
+			ExtendedCommunities: p.ExtendedCommunity.String, LocalPref: p.LocPrf}
+		if len(p.Nexthops) > 0 {
+			r.NextHop, _ = netip.ParseAddr(p.Nexthops[0].IP)
+		}
+		routes = append(routes, r)
 	}
 	return routes, nil
 }

@@ -15,6 +15,10 @@ type Route struct {
 	Prefix netip.Prefix
 	// NextHops are sorted; an ECMP route has several.
 	NextHops []netip.Addr
+	// Weights are the kernel's weight of each next hop, in the order of
+	// NextHops: 1 each for equal-cost multipath and a single path, other
+	// numbers for weighted ECMP (FRR with link bandwidth).
+	Weights []int
 }
 
 // jsonRoute is one entry of `ip -j route show`: a single-path route has
@@ -24,6 +28,7 @@ type jsonRoute struct {
 	Gateway  string `json:"gateway"`
 	NextHops []struct {
 		Gateway string `json:"gateway"`
+		Weight  int    `json:"weight"`
 	} `json:"nexthops"`
 }
 
@@ -52,25 +57,38 @@ func parseRoutes(f Family, data []byte) ([]Route, error) {
 		if err != nil {
 			return nil, err
 		}
-		gateways := []string{r.Gateway}
+		type hop struct {
+			gateway string
+			weight  int
+		}
+		gateways := []hop{{r.Gateway, 1}}
 		if len(r.NextHops) > 0 {
 			gateways = gateways[:0]
 			for _, nh := range r.NextHops {
-				gateways = append(gateways, nh.Gateway)
+				gateways = append(gateways, hop{nh.Gateway, max(nh.Weight, 1)})
 			}
 		}
-		route := Route{Prefix: prefix}
+		type weighted struct {
+			addr   netip.Addr
+			weight int
+		}
+		var hops []weighted
 		for _, g := range gateways {
-			if g == "" {
+			if g.gateway == "" {
 				continue
 			}
-			a, err := netip.ParseAddr(g)
+			a, err := netip.ParseAddr(g.gateway)
 			if err != nil {
 				return nil, fmt.Errorf("netlab parse routes: next hop of %s: %w", r.Dst, err)
 			}
-			route.NextHops = append(route.NextHops, a)
+			hops = append(hops, weighted{a, g.weight})
 		}
-		slices.SortFunc(route.NextHops, netip.Addr.Compare)
+		slices.SortFunc(hops, func(a, b weighted) int { return a.addr.Compare(b.addr) })
+		route := Route{Prefix: prefix}
+		for _, h := range hops {
+			route.NextHops = append(route.NextHops, h.addr)
+			route.Weights = append(route.Weights, h.weight)
+		}
 		routes = append(routes, route)
 	}
 	return routes, nil

@@ -86,3 +86,19 @@ func (r *RequestLoop) Stop() (sent, failed int, errs []string) {
 	defer r.mu.Unlock()
 	return int(r.sent.Load()), int(r.failed.Load()), append([]string(nil), r.firstErrs...)
 }
+
+// Answers sends n requests to url with get (a lab's ClientGet: each on a new
+// connection, so that a router hashing ports spreads them over its next
+// hops) and counts the answers by body (the answering node's name, from
+// ServeVIP). It stops at the first failure.
+func Answers(ctx context.Context, get func(context.Context, string) (string, error), url string, n int) (map[string]int, error) {
+	out := map[string]int{}
+	for range n {
+		body, err := get(ctx, url)
+		if err != nil {
+			return out, err
+		}
+		out[body]++
+	}
+	return out, nil
+}

@@ -53,7 +53,8 @@ func (Protocol) Agent(ctx context.Context, cfg *config.CloudConfig, env protocol
 		}
 	}()
 	opts := announcer.Options{OnlyNode: env.Node.Name, Addresses: env.Addresses(config.ProtocolBGP), InPools: env.InPools, PodRoutes: cfg.Routes.Enabled,
-		PodNextHop: cfg.Routes.NextHopAddressType, MaxNextHops: 1, Communities: AnnouncedCommunities(&cfg.LoadBalancer)}
+		PodNextHop: cfg.Routes.NextHopAddressType, MaxNextHops: 1, Communities: AnnouncedCommunities(&cfg.LoadBalancer),
+		Weighted: WeightedECMP(&cfg.LoadBalancer)}
 	if hc, on := healthcheck.FromConfig(cfg.HealthChecks); on {
 		opts.HealthChecks = &announcer.HealthChecks{Options: hc, ProxyPort: cfg.HealthChecks.Port}
 	}

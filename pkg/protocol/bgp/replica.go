@@ -62,6 +62,7 @@ func (Protocol) Replica(cfg *config.CloudConfig, env protocol.ReplicaEnv) (proto
 			MaxNextHops:  cfg.BGP.MaxPathsPerAddress,
 			HealthChecks: env.HealthChecks(),
 			Communities:  AnnouncedCommunities(&cfg.LoadBalancer),
+			Weighted:     WeightedECMP(&cfg.LoadBalancer),
 		})
 		env.PodRoutes(r.ann)
 	case cfg.BGP.FromNodes():
