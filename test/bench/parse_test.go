@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +113,51 @@ func TestPercentile(t *testing.T) {
 	}
 	if got := percentile(nil, 0.99); got != 0 {
 		t.Errorf("empty p99 = %v", got)
+	}
+}
+
+func TestLatencies(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	names := []string{"a", "b", "c"}
+	start := []time.Time{t0, t0.Add(time.Second), t0.Add(2 * time.Second)}
+	for _, tc := range []struct {
+		name string
+		seen map[string]time.Time
+		want []time.Duration
+	}{
+		{"all seen", map[string]time.Time{"a": t0.Add(3 * time.Second), "b": t0.Add(2 * time.Second), "c": t0.Add(4 * time.Second)},
+			[]time.Duration{3 * time.Second, time.Second, 2 * time.Second}},
+		{"one missing", map[string]time.Time{"a": t0.Add(time.Second), "c": t0.Add(5 * time.Second)},
+			[]time.Duration{time.Second, 3 * time.Second}},
+		{"none", nil, []time.Duration{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := latencies(names, start, tc.seen); !slices.Equal(got, tc.want) {
+				t.Errorf("latencies = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestJoinP99Goal(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		p99, floor   float64
+		wantMet      bool
+		wantRatioTxt string
+	}{
+		{"under", 1.1, 1.0, true, "1.1×"},
+		{"at", 1.2, 1.0, true, "1.2×"},
+		{"over", 1.5, 1.0, false, "1.5×"},
+		{"no floor", 1.0, 0, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Scenario{}
+			f := s.add("p99_s", "per node, p99", tc.p99, "s").withFloor(tc.floor).ratioAtMost(joinP99Ratio, false)
+			if f.Goal.Met != tc.wantMet || ratioText(f) != tc.wantRatioTxt || f.Goal.Text != "≤ 1.2× floor" {
+				t.Errorf("goal %+v, ratio %q; want met %v, ratio %q", f.Goal, ratioText(f), tc.wantMet, tc.wantRatioTxt)
+			}
+		})
 	}
 }
 
