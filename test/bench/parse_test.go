@@ -146,9 +146,10 @@ func TestJoinP99Goal(t *testing.T) {
 		wantMet      bool
 		wantRatioTxt string
 	}{
-		{"under", 1.1, 1.0, true, "1.1×"},
-		{"at", 1.2, 1.0, true, "1.2×"},
-		{"over", 1.5, 1.0, false, "1.5×"},
+		{"under", 1.1, 1.0, true, "1.10×"},
+		{"at", 1.2, 1.0, true, "1.20×"},
+		{"just over", 1.217, 1.0, false, "1.22×"},
+		{"over", 1.5, 1.0, false, "1.50×"},
 		{"no floor", 1.0, 0, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -164,11 +165,13 @@ func TestJoinP99Goal(t *testing.T) {
 func TestMarkdownAndCompare(t *testing.T) {
 	s := &Scenario{ID: ScenarioJoin, Title: "1. Node-join storm", Size: map[string]int{"nodes": 1000}}
 	s.add("all_initialized_s", "time until all initialized", 12, "s").withFloor(10).ratioAtMost(1.5, false)
+	s.add("p50_s", "per node, p50", 3, "s").withFloor(2)
 	s.add("p99_s", "per node, p99", 6, "s").atMost(5, "< 5 s", false)
 	r := &Results{Profile: "default", CCM: "ccm", Scenarios: []*Scenario{s, {ID: ScenarioLB, Title: "2. LoadBalancer storm", Skipped: "not asked for"}}}
 	md := regexp.MustCompile(` +`).ReplaceAllString(r.Markdown(), " ")
 	for _, want := range []string{
-		"| 1. Node-join storm (1000 nodes) | time until all initialized | 12.0 s | 10.0 s | 1.2× | ≤ 1.5× floor | **met** |",
+		"| 1. Node-join storm (1000 nodes) | time until all initialized | 12.0 s | 10.0 s | 1.20× | ≤ 1.5× floor | **met** |",
+		"| | per node, p50 | 3.00 s | 2.00 s | 1.5× | | |",
 		"| | per node, p99 | 6.00 s | | | < 5 s | **missed** |",
 		"skipped: not asked for",
 	} {
