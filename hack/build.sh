@@ -28,7 +28,11 @@ BINARIES="etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kub
 # Helm, for the chart's test and the generated manifests (its own tools module).
 "$root/hack/build-helm.sh"
 
-# This repository's binaries, stamped with VERSION and the commit (--version).
+# This repository's binaries, stamped with VERSION and the commit (--version),
+# without the symbol table and DWARF (-s -w) as the image's are: the node
+# agent's size is a goal (docs/performance.md, scenario 0b), and panics and
+# profiles do not need them. Not -trimpath: it would compile every package
+# again beside go test's builds.
 # shellcheck source=lib/version.sh
 . "$root/hack/lib/version.sh"
-(cd "$root" && go build -ldflags "$(version_ldflags)" -o "$bin/" ./cmd/... && go build -o "$bin/metal-local" ./hack/local)
+(cd "$root" && go build -ldflags "-s -w $(version_ldflags)" -o "$bin/" ./cmd/... && go build -o "$bin/metal-local" ./hack/local)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,6 +99,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	for _, r := range roles {
 		wg.Go(func() { r.Run(ctx) })
 	}
+	wg.Go(func() { a.returnInitialHeap(ctx) })
 	wg.Wait()
 	stop := a.stopping(ctx)
 	logStop(ctx, stop)
@@ -117,6 +119,23 @@ func (a *Agent) Reload(updated *config.CloudConfig) {
 			r.Resync()
 		}
 	}
+}
+
+// returnInitialHeap collects once every role is ready and returns the
+// freed heap to the system. The initial lists of every Node, Service and
+// EndpointSlice and their decoding grow the heap to about twice what stays
+// live; the ready agent then allocates so little that no collection runs
+// for minutes, and the runtime would keep those pages in the agent's RSS,
+// on every node (docs/performance.md, scenario 0b).
+func (a *Agent) returnInitialHeap(ctx context.Context) {
+	err := wait.PollUntilContextCancel(ctx, time.Second, false, func(context.Context) (bool, error) {
+		return a.Ready() == nil, nil
+	})
+	if err != nil {
+		return // ended before ready
+	}
+	debug.FreeOSMemory()
+	klog.FromContext(ctx).V(2).Info("Ready: the heap of the initial lists returned to the system")
 }
 
 // hasWork reports whether some protocol gives the node agents work.

@@ -220,5 +220,5 @@ func (c *Controller) fence(ctx context.Context, n *v1.Node, s Settings) bool {
 
 // mark sets (value) or removes ("") the node's mark.
 func (c *Controller) mark(ctx context.Context, n *v1.Node, value string) error {
-	return nodes.SetMark(ctx, c.Client, n.Name, annotation.Fenced, value)
+	return nodes.SetMark(ctx, c.Client.CoreV1().Nodes(), n.Name, annotation.Fenced, value)
 }

@@ -9,7 +9,6 @@ import (
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
-	cloudproviderapi "k8s.io/cloud-provider/api"
 )
 
 // Predicate says whether a node qualifies.
@@ -28,6 +27,13 @@ func All(node *v1.Node, preds ...Predicate) bool {
 // ExcludeLabel takes a node out of external load balancers; see Included
 // for how its value is read.
 const ExcludeLabel = v1.LabelNodeExcludeBalancers
+
+// UninitializedTaint is the taint the kubelet sets with
+// --cloud-provider=external until a cloud provider initializes the node
+// (upstream's cloudproviderapi.TaintExternalCloudProvider). Written here,
+// not imported, so that the node agent, which links this package, links
+// nothing of k8s.io/cloud-provider (cmd/metal-node-agent's deps test).
+const UninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
 
 // ToBeDeletedTaint is the taint the cluster autoscaler puts on a node it is
 // about to delete (upstream's service controller calls it ToBeDeletedTaint).
@@ -49,7 +55,7 @@ func Ready(node *v1.Node) bool {
 // --cloud-provider=external, so a cloud provider has given it its addresses
 // and providerID. Until then its addresses are not to be trusted.
 func Initialized(node *v1.Node) bool {
-	return !hasTaint(node, cloudproviderapi.TaintExternalCloudProvider)
+	return !hasTaint(node, UninitializedTaint)
 }
 
 // NotDeleting: the node has no deletionTimestamp (upstream's

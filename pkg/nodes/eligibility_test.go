@@ -121,9 +121,16 @@ func TestPredicatesAgreeWithUpstream(t *testing.T) {
 	}
 }
 
-func TestToBeDeletedTaintIsUpstreams(t *testing.T) {
-	if ToBeDeletedTaint != servicecontroller.ToBeDeletedTaint {
-		t.Errorf("ToBeDeletedTaint = %q, upstream's is %q", ToBeDeletedTaint, servicecontroller.ToBeDeletedTaint)
+func TestTaintsAreUpstreams(t *testing.T) {
+	for _, tc := range []struct{ name, ours, upstream string }{
+		{"ToBeDeletedTaint", ToBeDeletedTaint, servicecontroller.ToBeDeletedTaint},
+		{"UninitializedTaint", UninitializedTaint, cloudproviderapi.TaintExternalCloudProvider},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.ours != tc.upstream {
+				t.Errorf("%s = %q, upstream's is %q", tc.name, tc.ours, tc.upstream)
+			}
+		})
 	}
 }
 

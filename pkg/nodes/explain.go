@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	cloudproviderapi "k8s.io/cloud-provider/api"
 )
 
 // Named is a predicate with what a node that fails it is, as a Service's
@@ -23,7 +22,7 @@ type Named struct {
 var LoadBalancerTraffic = []Named{
 	{Included, "labelled " + ExcludeLabel + " (kubeadm puts it on control-plane nodes; remove it from nodes that should carry LoadBalancer traffic)"},
 	{Ready, "not Ready"},
-	{Initialized, "not initialized (tainted " + cloudproviderapi.TaintExternalCloudProvider + ")"},
+	{Initialized, "not initialized (tainted " + UninitializedTaint + ")"},
 	{NotDeleting, "being deleted"},
 	{NotToBeDeleted, "tainted " + ToBeDeletedTaint},
 }

@@ -255,7 +255,7 @@ func (c *Controller) untaint(ctx context.Context, n *v1.Node) error {
 
 // mark sets (value) or removes ("") the node's mark.
 func (c *Controller) mark(ctx context.Context, n *v1.Node, value string) error {
-	return nodes.SetMark(ctx, c.Client, n.Name, annotation.OutOfService, value)
+	return nodes.SetMark(ctx, c.Client.CoreV1().Nodes(), n.Name, annotation.OutOfService, value)
 }
 
 func hasTaint(n *v1.Node) bool {

@@ -42,8 +42,10 @@ const (
 	// for (issue 15).
 	goalAgentNodes    = 1000
 	goalAgentServices = 2000
-	// The goal: RSS < 64 MiB and idle CPU < 1% of a core per agent.
-	agentGoalRSSMiB = 64
+	// The goals: RSS < 40 MiB (64 until issue 34), its executable < 50
+	// MB, and idle CPU < 1% of a core per agent.
+	agentGoalRSSMiB = 40
+	agentGoalExeMB  = 50
 	agentGoalCPUPct = 1
 	// agentWarmup is how long the agent runs after it holds every path
 	// before it is measured: its first reconnect attempts and the garbage
@@ -114,6 +116,8 @@ func (e *env) agentFigures(ctx context.Context, s *Scenario, al *agentLab, node 
 	s.add("prefixes", "paths the agent holds (metal_ccm_agent_bgp_announced_prefixes)", r.prefixes, "count")
 	s.add("rss_mib", "agent RSS at the end", mib(r.rss), "MiB").
 		atMost(agentGoalRSSMiB, fmt.Sprintf("< %d MiB", agentGoalRSSMiB), nodesScaled)
+	// Its size does not grow with the nodes: never scaled.
+	agentExecutableFigure(s, r).atMost(agentGoalExeMB, fmt.Sprintf("< %d MB", agentGoalExeMB), false)
 	agentMemoryFigures(s, r)
 	s.add("cpu_pct", "agent CPU while idle, % of one core", r.cpuPct, "%").
 		atMost(agentGoalCPUPct, fmt.Sprintf("< %d%%", agentGoalCPUPct), nodesScaled)
@@ -135,6 +139,8 @@ type agentRun struct {
 	// anon and file split rss: the process's own memory (heap, stacks, the
 	// runtime's) and the pages of its executable and libraries.
 	anon, file uint64
+	// exe is the size of the executable the process runs, in bytes.
+	exe int64
 	// heapMB and heapGoalMB are the live heap after the last collection
 	// and the next goal, from gctrace (-1 when none was logged).
 	heapMB, heapGoalMB float64
@@ -269,6 +275,12 @@ func (e *env) watchIdleAgent(ctx context.Context, p *framework.Process, warmup, 
 	if r.anon, r.file, err = smapsRollup(p.PID()); err != nil {
 		return r, err
 	}
+	// The file the process runs, whatever path started it.
+	exe, err := os.Stat(fmt.Sprintf("/proc/%d/exe", p.PID()))
+	if err != nil {
+		return r, fmt.Errorf("bench: %w", err)
+	}
+	r.exe = exe.Size()
 	r.heapMB, r.heapGoalMB = lastGC(p.LogPath)
 	return r, nil
 }

@@ -21,6 +21,10 @@ import (
 // that times them; the floor is what the API server allows.
 type floors struct {
 	join, lb time.Duration
+	// joinP50 and joinP99 are the floor's per-node latencies, from the
+	// start of a node's registration to the watch event that shows its
+	// taint gone: what the storm's per-node figures are judged against.
+	joinP50, joinP99 time.Duration
 	// joinCreate and lbCreate are how long the harness took to register
 	// or create the items during the floor.
 	joinCreate, lbCreate time.Duration
@@ -34,7 +38,7 @@ func (e *env) measureFloors(ctx context.Context) error {
 	if e.o.runs(ScenarioJoin) {
 		names, ips := nodeSet("floor", joinNodeBase, e.o.JoinNodes)
 		e.log.Info("Floor of the node-join storm", "nodes", len(names))
-		d, c, err := e.floorStorm(ctx, len(names),
+		fr, err := e.floorStorm(ctx, len(names),
 			func(ctx context.Context, i int) error {
 				_, err := framework.RegisterNode(ctx, e.cs, names[i], true, ips[i].String())
 				return err
@@ -46,7 +50,9 @@ func (e *env) measureFloors(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		e.floors.join, e.floors.joinCreate = d, c
+		e.floors.join, e.floors.joinCreate = fr.total, fr.creating
+		lat := latencies(names, fr.began, e.w.initTimes(names))
+		e.floors.joinP50, e.floors.joinP99 = percentile(lat, 0.50), percentile(lat, 0.99)
 		if err := e.deleteNodes(ctx, names); err != nil {
 			return err
 		}
@@ -58,7 +64,7 @@ func (e *env) measureFloors(ctx context.Context) error {
 		}
 		e.log.Info("Floor of the LoadBalancer storm", "services", len(keys))
 		_, ips := nodeSet("", netip.MustParsePrefix(lbPool).Addr(), len(keys))
-		d, c, err := e.floorStorm(ctx, len(keys),
+		fr, err := e.floorStorm(ctx, len(keys),
 			func(ctx context.Context, i int) error { return e.createService(ctx, keys[i], false) },
 			func(ctx context.Context, i int) error {
 				ns, name := splitKey(keys[i])
@@ -70,7 +76,7 @@ func (e *env) measureFloors(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		e.floors.lb, e.floors.lbCreate = d, c
+		e.floors.lb, e.floors.lbCreate = fr.total, fr.creating
 		// Gone before the CCM starts: it would take them for its own.
 		if err := e.deleteServices(ctx, keys); err != nil {
 			return err
@@ -79,26 +85,37 @@ func (e *env) measureFloors(ctx context.Context) error {
 	return nil
 }
 
+// floorRun is what one floor storm took.
+type floorRun struct {
+	// total runs from the start to the last write, as the watch saw it;
+	// creating is how long the creations took.
+	total, creating time.Duration
+	// began is when the creation of each item started, by index.
+	began []time.Time
+}
+
 // floorStorm creates n items with the harness's client (create), and, as
 // each is created, writes it once with the floor's client (write), Workers
 // at a time. It returns the time from the start to the last write, as the
-// watch saw it (seen: the latest time and how many were seen), and the time
-// the creations took.
+// watch saw it (seen: the latest time and how many were seen), the time the
+// creations took and when each creation started.
 func (e *env) floorStorm(ctx context.Context, n int, create, write func(context.Context, int) error,
-	seen func() (time.Time, int)) (total, creating time.Duration, err error) {
+	seen func() (time.Time, int)) (fr floorRun, err error) {
 	created := make(chan int, n)
 	start := time.Now()
+	fr.began = make([]time.Time, n)
 	errc := make(chan error, 1)
 	go func() {
 		defer close(created)
 		err := parallel(ctx, n, harnessWorkers, func(ctx context.Context, i int) error {
+			fr.began[i] = time.Now()
 			if err := create(ctx, i); err != nil {
 				return err
 			}
 			created <- i
 			return nil
 		})
-		creating = time.Since(start) // read after errc's receive
+		fr.creating = time.Since(start) // read after errc's receive
 		errc <- err
 	}()
 	err = parallel(ctx, n, e.o.Workers, func(ctx context.Context, _ int) error {
@@ -109,10 +126,10 @@ func (e *env) floorStorm(ctx context.Context, n int, create, write func(context.
 		return write(ctx, i)
 	})
 	if cerr := <-errc; cerr != nil {
-		return 0, 0, fmt.Errorf("bench: floor: %w", cerr)
+		return fr, fmt.Errorf("bench: floor: %w", cerr)
 	}
 	if err != nil {
-		return 0, 0, fmt.Errorf("bench: floor: %w", err)
+		return fr, fmt.Errorf("bench: floor: %w", err)
 	}
 	var last time.Time
 	if err := e.waitFor(ctx, "the floor's writes", func() (bool, string) {
@@ -120,9 +137,10 @@ func (e *env) floorStorm(ctx context.Context, n int, create, write func(context.
 		last, got = seen()
 		return got == n, fmt.Sprintf("%d of %d writes seen", got, n)
 	}); err != nil {
-		return 0, 0, err
+		return fr, err
 	}
-	return last.Sub(start), creating, nil
+	fr.total = last.Sub(start)
+	return fr, nil
 }
 
 // object kinds the label floor writes to.

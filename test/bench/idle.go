@@ -86,6 +86,13 @@ func (e *env) deleteScenarioObjects(ctx context.Context, name string, services, 
 	}
 }
 
+// agentExecutableFigure adds the size of the measured agent's executable,
+// as it ran (hack/build.sh's build; the image's is smaller:
+// docs/performance.md, scenario 0b).
+func agentExecutableFigure(s *Scenario, r agentRun) *Figure {
+	return s.add("exe_mb", "agent executable, as it ran (hack/build.sh)", float64(r.exe)/1e6, "MB")
+}
+
 // agentMemoryFigures adds what the node agent scenarios report of the
 // measured agent's memory beyond its RSS at the end.
 func agentMemoryFigures(s *Scenario, r agentRun) {

@@ -180,6 +180,7 @@ func (e *env) l2AgentFigures(ctx context.Context, s *Scenario, ll *l2AgentLab, n
 	s.add("resolved", "of which the client resolved to the agent's MAC, after the idle time (ARP, NDP)", float64(r.resolved), "count")
 	s.add("rss_mib", "agent RSS at the end", mib(r.rss), "MiB").
 		atMost(l2AgentGoalRSSMiB, fmt.Sprintf("< %d MiB", l2AgentGoalRSSMiB), scaled)
+	agentExecutableFigure(s, r.agentRun)
 	agentMemoryFigures(s, r.agentRun)
 	s.add("cpu_pct", "agent CPU while idle, % of one core", r.cpuPct, "%")
 	s.add("sys_cpu_pct", "of which in the kernel (system time), % of one core", r.sysPct, "%")

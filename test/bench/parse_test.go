@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -115,14 +116,62 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
+func TestLatencies(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	names := []string{"a", "b", "c"}
+	start := []time.Time{t0, t0.Add(time.Second), t0.Add(2 * time.Second)}
+	for _, tc := range []struct {
+		name string
+		seen map[string]time.Time
+		want []time.Duration
+	}{
+		{"all seen", map[string]time.Time{"a": t0.Add(3 * time.Second), "b": t0.Add(2 * time.Second), "c": t0.Add(4 * time.Second)},
+			[]time.Duration{3 * time.Second, time.Second, 2 * time.Second}},
+		{"one missing", map[string]time.Time{"a": t0.Add(time.Second), "c": t0.Add(5 * time.Second)},
+			[]time.Duration{time.Second, 3 * time.Second}},
+		{"none", nil, []time.Duration{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := latencies(names, start, tc.seen); !slices.Equal(got, tc.want) {
+				t.Errorf("latencies = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestJoinP99Goal(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		p99, floor   float64
+		wantMet      bool
+		wantRatioTxt string
+	}{
+		{"under", 1.1, 1.0, true, "1.10×"},
+		{"at", 1.2, 1.0, true, "1.20×"},
+		{"just over", 1.217, 1.0, false, "1.22×"},
+		{"over", 1.5, 1.0, false, "1.50×"},
+		{"no floor", 1.0, 0, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Scenario{}
+			f := s.add("p99_s", "per node, p99", tc.p99, "s").withFloor(tc.floor).ratioAtMost(joinP99Ratio, false)
+			if f.Goal.Met != tc.wantMet || ratioText(f) != tc.wantRatioTxt || f.Goal.Text != "≤ 1.2× floor" {
+				t.Errorf("goal %+v, ratio %q; want met %v, ratio %q", f.Goal, ratioText(f), tc.wantMet, tc.wantRatioTxt)
+			}
+		})
+	}
+}
+
 func TestMarkdownAndCompare(t *testing.T) {
 	s := &Scenario{ID: ScenarioJoin, Title: "1. Node-join storm", Size: map[string]int{"nodes": 1000}}
 	s.add("all_initialized_s", "time until all initialized", 12, "s").withFloor(10).ratioAtMost(1.5, false)
+	s.add("p50_s", "per node, p50", 3, "s").withFloor(2)
 	s.add("p99_s", "per node, p99", 6, "s").atMost(5, "< 5 s", false)
 	r := &Results{Profile: "default", CCM: "ccm", Scenarios: []*Scenario{s, {ID: ScenarioLB, Title: "2. LoadBalancer storm", Skipped: "not asked for"}}}
 	md := regexp.MustCompile(` +`).ReplaceAllString(r.Markdown(), " ")
 	for _, want := range []string{
-		"| 1. Node-join storm (1000 nodes) | time until all initialized | 12.0 s | 10.0 s | 1.2× | ≤ 1.5× floor | **met** |",
+		"| 1. Node-join storm (1000 nodes) | time until all initialized | 12.0 s | 10.0 s | 1.20× | ≤ 1.5× floor | **met** |",
+		"| | per node, p50 | 3.00 s | 2.00 s | 1.5× | | |",
 		"| | per node, p99 | 6.00 s | | | < 5 s | **missed** |",
 		"skipped: not asked for",
 	} {

@@ -81,6 +81,8 @@ type Goal struct {
 	Met bool `json:"met"`
 	// Scaled says the run was smaller than the size the goal is stated for.
 	Scaled bool `json:"scaled,omitempty"`
+	// RatioLimit, when set, is the most the ratio to the floor may be.
+	RatioLimit float64 `json:"ratioLimit,omitempty"`
 }
 
 // Scenario returns the scenario with the given ID, or nil.
@@ -131,7 +133,7 @@ func (f *Figure) atMost(limit float64, text string, scaled bool) *Figure {
 
 // ratioAtMost sets the goal that the ratio to the floor stays at or under limit.
 func (f *Figure) ratioAtMost(limit float64, scaled bool) *Figure {
-	f.Goal = &Goal{Text: fmt.Sprintf("≤ %g× floor", limit), Met: f.Ratio > 0 && f.Ratio <= limit, Scaled: scaled}
+	f.Goal = &Goal{Text: fmt.Sprintf("≤ %g× floor", limit), Met: f.Ratio > 0 && f.Ratio <= limit, Scaled: scaled, RatioLimit: limit}
 	return f
 }
 
@@ -249,8 +251,13 @@ func floorText(f *Figure) string {
 }
 
 func ratioText(f *Figure) string {
-	if f.Ratio == 0 {
+	switch {
+	case f.Ratio == 0:
 		return ""
+	case f.Goal != nil && f.Goal.RatioLimit > 0:
+		// Two decimals where a goal is on the ratio: 1.22× missing
+		// "≤ 1.2×" must not read 1.2×.
+		return fmt.Sprintf("%.2f×", f.Ratio)
 	}
 	return fmt.Sprintf("%.1f×", f.Ratio)
 }

@@ -124,6 +124,9 @@ func checkResults(t *testing.T, r *Results, o Options, router bool) {
 	if f := figure(t, r, ScenarioJoin, "all_initialized_s"); f != nil && (f.Floor <= 0 || f.Goal == nil) {
 		t.Errorf("join: all_initialized_s has no floor or goal: %+v", f)
 	}
+	if f := figure(t, r, ScenarioJoin, "p99_s"); f != nil && (f.Floor <= 0 || f.Goal == nil) {
+		t.Errorf("join: p99_s has no floor or goal: %+v", f)
+	}
 	count(ScenarioLB, "services_with_ip", o.LBServices)
 	// A CCM that hands out an address twice is wrong, not fast.
 	count(ScenarioLB, "duplicate_addresses", 0)
