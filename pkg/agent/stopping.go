@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 
@@ -44,7 +43,7 @@ var serving = []nodes.Named{
 	{Pred: nodes.NotToBeDeleted, Fails: "the node has the " + nodes.ToBeDeletedTaint + " taint"},
 	{Pred: schedulable, Fails: "the node is cordoned (unschedulable: drained)"},
 	{Pred: notTainted(v1.TaintNodeOutOfService), Fails: "the node is out of service (" + v1.TaintNodeOutOfService + ")"},
-	{Pred: notTainted(cloudproviderapi.TaintNodeShutdown), Fails: "the node's machine is shut down (" + cloudproviderapi.TaintNodeShutdown + ")"},
+	{Pred: notTainted(nodes.ShutdownTaint), Fails: "the node's machine is shut down (" + nodes.ShutdownTaint + ")"},
 	{Pred: nodes.Included, Fails: "the node is excluded from load balancers (" + nodes.ExcludeLabel + ")"},
 }
 

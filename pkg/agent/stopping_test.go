@@ -6,7 +6,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/metal-ccm/metal-ccm/pkg/nodes"
 )
@@ -51,7 +50,7 @@ func TestDecideStop(t *testing.T) {
 		{"autoscaler deletes it", node(taint(nodes.ToBeDeletedTaint)), ds(nil), true, true, nodes.ToBeDeletedTaint},
 		{"cordoned", node(func(n *v1.Node) { n.Spec.Unschedulable = true }), ds(nil), false, true, "cordoned"},
 		{"out of service", node(taint(v1.TaintNodeOutOfService)), ds(nil), true, true, "out of service"},
-		{"shut down", node(taint(cloudproviderapi.TaintNodeShutdown)), ds(nil), true, true, "shut down"},
+		{"shut down", node(taint(nodes.ShutdownTaint)), ds(nil), true, true, "shut down"},
 		{"excluded", node(func(n *v1.Node) { n.Labels[nodes.ExcludeLabel] = "true" }), ds(nil), true, true, "excluded"},
 		{"DaemonSet gone", node(nil), nil, true, true, "DaemonSet is gone"},
 		{"DaemonSet being deleted", node(nil), ds(func(d *daemonSet) { d.Metadata.DeletionTimestamp = &now }), true, true, "DaemonSet is being deleted"},

@@ -35,6 +35,11 @@ const ExcludeLabel = v1.LabelNodeExcludeBalancers
 // nothing of k8s.io/cloud-provider (cmd/metal-node-agent's deps test).
 const UninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
 
+// ShutdownTaint is the taint upstream's node lifecycle controller puts on
+// a node whose provider says its machine is shut down
+// (cloudproviderapi.TaintNodeShutdown), written here for the same reason.
+const ShutdownTaint = "node.cloudprovider.kubernetes.io/shutdown"
+
 // ToBeDeletedTaint is the taint the cluster autoscaler puts on a node it is
 // about to delete (upstream's service controller calls it ToBeDeletedTaint).
 const ToBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"

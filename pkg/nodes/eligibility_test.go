@@ -125,6 +125,7 @@ func TestTaintsAreUpstreams(t *testing.T) {
 	for _, tc := range []struct{ name, ours, upstream string }{
 		{"ToBeDeletedTaint", ToBeDeletedTaint, servicecontroller.ToBeDeletedTaint},
 		{"UninitializedTaint", UninitializedTaint, cloudproviderapi.TaintExternalCloudProvider},
+		{"ShutdownTaint", ShutdownTaint, cloudproviderapi.TaintNodeShutdown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.ours != tc.upstream {
