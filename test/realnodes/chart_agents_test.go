@@ -3,6 +3,7 @@ package realnodes
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -32,14 +33,18 @@ var (
 
 // agentsCloudConfig has the agents announce (announceFrom Nodes) to the
 // router, pod routes included: each agent dials from its own node.
-func agentsCloudConfig() string {
-	return fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
+func agentsCloudConfig() string { return agentsCloudConfigWith("", true) }
+
+// agentsCloudConfigWith is agentsCloudConfig with more pools' lines, and
+// without the IPv6 peer unless v6Peer.
+func agentsCloudConfigWith(pools string, v6Peer bool) string {
+	cfg := fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
 kind: CloudConfig
 loadBalancer:
   pools:
   - name: default
     addresses: [%s, %q]
-healthChecks:
+%shealthChecks:
   enabled: false
 routes:
   enabled: true
@@ -48,9 +53,11 @@ bgp:
   announceFrom: Nodes
   peers:
   - {address: %s, asn: %d, holdTime: 9s}
-  - {address: %q, asn: %d, holdTime: 9s}
-`, agentsPool4, agentsPool6, netlab.DefaultSpeakerASN,
-		netlab.RouterAddr(netlab.IPv4), netlab.DefaultRouterASN, netlab.RouterAddr(netlab.IPv6), netlab.DefaultRouterASN)
+`, agentsPool4, agentsPool6, pools, netlab.DefaultSpeakerASN, netlab.RouterAddr(netlab.IPv4), netlab.DefaultRouterASN)
+	if v6Peer {
+		cfg += fmt.Sprintf("  - {address: %q, asn: %d, holdTime: 9s}\n", netlab.RouterAddr(netlab.IPv6), netlab.DefaultRouterASN)
+	}
+	return cfg
 }
 
 // TestChartNodeAgentsOnRealNodes installs the chart with the node agents
@@ -143,6 +150,10 @@ func TestChartNodeAgentsOnRealNodes(t *testing.T) {
 				t.Errorf("%s -> pod %s on %s: %q, %v; want the worker's echo, seeing %s", src, dst, worker.Name, out, err, src)
 			}
 		}
+	})
+
+	t.Run("helm upgrade applies a pool at once, and a peer with a restart", func(t *testing.T) {
+		upgradeApplies(t, lab, ccmImage.Ref, names)
 	})
 
 	checkPodLog(t, cpNode, ccmPod, chartName)
@@ -258,5 +269,89 @@ func checkAgentPodSpec(t *testing.T, p *v1.Pod) {
 	}
 	if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
 		t.Errorf("agent pod %s: readiness probe %+v, want GET /readyz", p.Name, c.ReadinessProbe)
+	}
+}
+
+// upgradeApplies runs helm upgrade as a user changing the config would: a
+// pool added applies without a restart (the agents' containers keep their
+// restart counts, and the pool's address is announced from every node);
+// the IPv6 peer removed and added again restarts the agents by themselves
+// (their containers' restart counts grow), and the router's IPv6 sessions
+// with the nodes go, then come back.
+func upgradeApplies(t *testing.T, lab *netlab.Lab, ref string, nodes []string) {
+	values := map[string]any{"agent": map[string]any{"enabled": true}}
+	before := agentRestarts(t)
+	added := "  - {name: added, addresses: [198.18.114.0/24]}\n"
+	upgradeChart(t, ref, agentsCloudConfigWith(added, true), values)
+	ns := framework.NewNamespace(t, client, framework.NamespaceName(t), framework.ReleaseServices(30*time.Second))
+	framework.CreateLoadBalancer(t, client, ns, "added", framework.WithAnnotation("metal-ccm.io/pool", "added"))
+	vip := waitVIPs(t, ns, "added", 1)[0]
+	if !netip.MustParsePrefix("198.18.114.0/24").Contains(vip) {
+		t.Fatalf("address %s is not of the added pool", vip)
+	}
+	lab.RequireRoute(t, netlab.HostPrefix(vip), lab.NodeAddrs(netlab.IPv4)...)
+	if now := agentRestarts(t); !maps.Equal(now, before) {
+		t.Errorf("agents' container restarts after a pool was added: %v, were %v", now, before)
+	}
+
+	v6 := lab.NodeAddrs(netlab.IPv6)
+	upgradeChart(t, ref, agentsCloudConfigWith(added, false), values)
+	waitSessions(t, lab, v6, false)
+	upgradeChart(t, ref, agentsCloudConfigWith(added, true), values)
+	waitSessions(t, lab, v6, true)
+	// The kubelet reports a container's restart in the pod's status at
+	// its next sync of the pod.
+	var now map[string]int32
+	restarted := func() bool {
+		now = agentRestarts(t)
+		for _, n := range nodes {
+			if now[n] < before[n]+2 {
+				return false
+			}
+		}
+		return true
+	}
+	if wait.PollUntilContextTimeout(context.Background(), time.Second, time.Minute, true, func(context.Context) (bool, error) { return restarted(), nil }) != nil {
+		t.Errorf("agents' container restarts across two restart-only changes: %v, were %v; want 2 more each", now, before)
+	}
+	t.Logf("helm upgrade: the added pool's %s announced from every node without a restart; the IPv6 peer removed and added again, each agent restarted by itself (restarts %v, were %v)", vip, now, before)
+}
+
+// agentRestarts are the agents' container restart counts, by node.
+func agentRestarts(t *testing.T) map[string]int32 {
+	t.Helper()
+	l, err := client.CoreV1().Pods(chartNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + agentName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int32{}
+	for _, p := range l.Items {
+		for _, c := range p.Status.ContainerStatuses {
+			out[p.Spec.NodeName] += c.RestartCount
+		}
+	}
+	return out
+}
+
+// waitSessions waits until the router's sessions with addrs are all
+// established (up) or none is (down), within 2 minutes: an agent restarts
+// after a random wait of up to 15 s, and its container after the kubelet's
+// back-off.
+func waitSessions(t *testing.T, lab *netlab.Lab, addrs []netip.Addr, up bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		st, err := lab.SessionStates()
+		if err != nil {
+			return false, nil //nolint:nilerr // retried
+		}
+		for _, a := range addrs {
+			if (st[a] == "Established") != up {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("router's sessions with %v not all %s: %v", addrs, map[bool]string{true: "established", false: "down"}[up], err)
 	}
 }

@@ -262,13 +262,33 @@ func markControlPlane(t *testing.T, name string) {
 // with the CCM's image as imported (ref, pull policy Never).
 func installChart(t *testing.T, ref, cloudConfig string, more map[string]any) {
 	t.Helper()
+	installChartFrom(t, framework.ChartDir(), nil, cloudConfig, imageValues(t, ref, more))
+}
+
+// upgradeChart is helm upgrade of installChart's release with another
+// cloud-config, the same values otherwise.
+func upgradeChart(t *testing.T, ref, cloudConfig string, more map[string]any) {
+	t.Helper()
+	file := chartValuesFile(t, cloudConfig, imageValues(t, ref, more))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := cp.Helm(ctx, "upgrade", chartRelease, framework.ChartDir(), "--namespace", chartNamespace, "-f", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("helm upgrade:\n%s", out)
+}
+
+// imageValues are the chart's values for the test image ref, and more.
+func imageValues(t *testing.T, ref string, more map[string]any) map[string]any {
+	t.Helper()
 	repo, tag, ok := strings.Cut(ref, ":"+images.Tag)
 	if !ok || tag != "" {
 		t.Fatalf("image reference %q does not end in :%s", ref, images.Tag)
 	}
 	values := map[string]any{"image": map[string]any{"repository": repo, "tag": images.Tag, "pullPolicy": "Never"}}
 	maps.Copy(values, more)
-	installChartFrom(t, framework.ChartDir(), nil, cloudConfig, values)
+	return values
 }
 
 // installChartFrom installs chart (a folder or oci://...; helm install's
@@ -278,6 +298,20 @@ func installChart(t *testing.T, ref, cloudConfig string, more map[string]any) {
 // (the CCM hands its Lease over and closes its sessions), and removes what
 // the release leaves (the Lease).
 func installChartFrom(t *testing.T, chart string, args []string, cloudConfig string, more map[string]any) {
+	t.Helper()
+	file := chartValuesFile(t, cloudConfig, more)
+	t.Cleanup(uninstallChart(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := cp.Helm(ctx, append([]string{"install", chartRelease, chart, "--namespace", chartNamespace, "-f", file}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("helm install:\n%s", out)
+}
+
+// chartValuesFile writes the values of installChartFrom to a file.
+func chartValuesFile(t *testing.T, cloudConfig string, more map[string]any) string {
 	t.Helper()
 	values := map[string]any{
 		"cloudConfig": cloudConfig,
@@ -297,14 +331,7 @@ func installChartFrom(t *testing.T, chart string, args []string, cloudConfig str
 	if err := os.WriteFile(file, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(uninstallChart(t))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	out, err := cp.Helm(ctx, append([]string{"install", chartRelease, chart, "--namespace", chartNamespace, "-f", file}, args...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("helm install:\n%s", out)
+	return file
 }
 
 // uninstallChart is installChart's cleanup.
