@@ -65,9 +65,7 @@ func Convert(objs []migrate.Object, opts Options) (*config.CloudConfig, *migrate
 	c.convertBGPAdvertisements(cfg)
 	c.convertL2Advertisements(cfg)
 	c.checkAnnounced(cfg)
-	for _, b := range in.bfdProfiles {
-		rep.Add(ref(KindBFDProfile, &b.object), "spec", "no BFD: the profile has no equivalent (the peers that name it are reported too)")
-	}
+	c.reportBFDProfiles()
 	return cfg, rep, nil
 }
 

@@ -75,7 +75,7 @@ func (c *converter) peerOptions(r string, p *bgpPeer, peer *config.BGPPeer) {
 		c.rep.Add(r, "spec.connectTime", "%s: no equivalent, the speaker's own retry time applies", s.ConnectTime.Duration)
 	}
 	if s.RouterID != "" {
-		c.rep.Add(r, "spec.routerID", "%s: no per-peer router ID: with announceFrom Nodes each agent uses its node's IPv4 address, with Replicas bgp.routerID", s.RouterID)
+		c.rep.Add(r, "spec.routerID", "%s: no per-peer router ID: with announceFrom Nodes each agent uses its node's IPv4 address (IPv6-only: the IPv6 one folded), with Replicas bgp.routerID", s.RouterID)
 	}
 	if s.SourceAddress != "" {
 		if c.opts.AnnounceFrom == config.AnnounceFromReplicas {
@@ -98,7 +98,7 @@ func (c *converter) peerOptions(r string, p *bgpPeer, peer *config.BGPPeer) {
 		c.rep.Add(r, field, "the password is read from a file: put %s under the key %s of the Secret metal-ccm-bgp (the chart's bgpPasswords), mounted at %s", from, peer.Name, peer.PasswordFile)
 	}
 	if s.BFDProfile != "" {
-		c.rep.Add(r, "spec.bfdProfile", "%s: no BFD: a failure is noticed by the hold time (set holdTime, 3s at least) and, for a node, by its health check", s.BFDProfile)
+		c.peerBFD(r, s.BFDProfile, peer)
 	}
 	if s.EBGPMultiHop {
 		peer.EBGPMultihop = ebgpMultihopTTL

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/migrate"
@@ -187,8 +188,21 @@ metadata: {name: s, namespace: metallb-system}
 apiVersion: metallb.io/v1beta1
 kind: BFDProfile
 metadata: {name: fast, namespace: metallb-system}
-spec: {receiveInterval: 300}
-`, want: []string{"ConfigMap metallb-system/config: ", "ServiceL2Status metallb-system/s: ", "BFDProfile metallb-system/fast: spec"}},
+spec: {receiveInterval: 300, echoMode: true}
+`, want: []string{"ConfigMap metallb-system/config: ", "ServiceL2Status metallb-system/s: ", "BFDProfile metallb-system/fast: spec.echoMode"}},
+		{name: "BFD profile", input: pool + peer + `, bfdProfile: fast}
+---
+apiVersion: metallb.io/v1beta1
+kind: BFDProfile
+metadata: {name: fast, namespace: metallb-system}
+spec: {receiveInterval: 200, transmitInterval: 20, detectMultiplier: 5, passiveMode: true}
+`, want: []string{"BFDProfile metallb-system/fast: spec.transmitInterval", "BFDProfile metallb-system/fast: spec.passiveMode"},
+			check: func(t *testing.T, c *config.CloudConfig) {
+				b := c.BGP.Peers[0].BFD
+				if b == nil || b.ReceiveInterval.Duration != 200*time.Millisecond || b.TransmitInterval.Duration != 50*time.Millisecond || b.Multiplier != 5 {
+					t.Errorf("bfd %+v, want 200ms, 50ms (the least), 5", b)
+				}
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := golden.Items(t, tc.input, func(objs []migrate.Object) (*config.CloudConfig, *migrate.Report, error) {
