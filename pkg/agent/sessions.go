@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -28,35 +27,17 @@ func (l Leases) Apply(ctx context.Context, name string, body []byte) error {
 
 // publishSessions publishes the sessions of the roles that hold some
 // (pkg/sessions) in a Lease of the agent's own, named after its Pod
-// (POD_NAMESPACE, POD_NAME, and POD_UID for the Lease's owner, which the
-// chart sets from the Downward API). Without them, or without sessions,
-// nothing is published.
+// (sessions.ForPod). Outside a pod, or without sessions, nothing is
+// published.
 func (a *Agent) publishSessions(ctx context.Context, roles []protocol.Agent) {
-	var srcs []protocol.Sessions
-	for _, r := range roles {
-		if s, ok := r.(protocol.Sessions); ok && s.Sessions() != nil {
-			srcs = append(srcs, s)
-		}
-	}
-	if len(srcs) == 0 {
+	peers := protocol.SessionsOf(roles)
+	if peers == nil {
 		return
 	}
-	ns, pod := os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME")
-	if ns == "" || pod == "" {
+	p, ok := sessions.ForPod(sessions.RoleAgent, a.NodeName, peers, func(ns string) sessions.Apply { return a.Client.Leases(ns).Apply })
+	if !ok {
 		klog.FromContext(ctx).V(2).Info("Not publishing the BGP sessions' state: POD_NAMESPACE or POD_NAME is not set")
 		return
-	}
-	p := &sessions.Publisher{
-		Role: sessions.RoleAgent, Pod: pod, Node: a.NodeName, Namespace: ns,
-		Owner: sessions.Owner{Name: pod, UID: os.Getenv("POD_UID")},
-		Peers: func() []sessions.Peer {
-			var out []sessions.Peer
-			for _, s := range srcs {
-				out = append(out, s.Sessions()...)
-			}
-			return out
-		},
-		Apply: a.Client.Leases(ns).Apply,
 	}
 	go p.Run(ctx)
 }

@@ -10,3 +10,24 @@ type Sessions interface {
 	// in a replica with announceFrom Nodes).
 	Sessions() []sessions.Peer
 }
+
+// SessionsOf reads the sessions of every role of roles that holds some, in
+// their order; nil when none does.
+func SessionsOf[R any](roles []R) func() []sessions.Peer {
+	var srcs []Sessions
+	for _, r := range roles {
+		if s, ok := any(r).(Sessions); ok && s.Sessions() != nil {
+			srcs = append(srcs, s)
+		}
+	}
+	if len(srcs) == 0 {
+		return nil
+	}
+	return func() []sessions.Peer {
+		var out []sessions.Peer
+		for _, s := range srcs {
+			out = append(out, s.Sessions()...)
+		}
+		return out
+	}
+}

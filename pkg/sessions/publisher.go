@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"math/rand/v2"
+	"os"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -142,4 +143,19 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// ForPod is a Publisher for the pod the Downward API names in
+// POD_NAMESPACE, POD_NAME and POD_UID (the chart sets them); false when
+// the first two are not set (outside a pod).
+func ForPod(role, node string, peers func() []Peer, apply func(namespace string) Apply) (*Publisher, bool) {
+	ns, pod := os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME")
+	if ns == "" || pod == "" {
+		return nil, false
+	}
+	return &Publisher{
+		Role: role, Pod: pod, Node: node, Namespace: ns,
+		Owner: Owner{Name: pod, UID: os.Getenv("POD_UID")},
+		Peers: peers, Apply: apply(ns),
+	}, true
 }
