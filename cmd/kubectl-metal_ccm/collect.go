@@ -157,8 +157,10 @@ func (s source) notRunning(st *Status) error {
 	if n := len(st.Replicas); n > 0 {
 		pods = fmt.Sprintf("none of the %d pods labelled %s is Ready", n, replicaSelector)
 	}
-	return fmt.Errorf("%w in namespace %s: %s, and %s. Is it installed in another namespace (-n NAMESPACE)? "+
-		"Else see its pods: kubectl -n %s get pods -l %s; and their logs", ErrNotRunning, s.namespace, lease, pods, s.namespace, replicaSelector)
+	return fmt.Errorf("%w in namespace %s:\n  %s,\n  and %s.\n"+
+		"Is it installed in another namespace? kubectl metal-ccm status -n NAMESPACE\n"+
+		"Else see its pods and their logs: kubectl -n %s get pods,events; kubectl -n %s logs -l %s",
+		ErrNotRunning, s.namespace, lease, pods, s.namespace, s.namespace, replicaSelector)
 }
 
 // config reads and parses the cloud-config; nil when it cannot (the
