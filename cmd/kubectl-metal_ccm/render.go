@@ -176,7 +176,11 @@ func (r *renderer) sessions(st *Status) {
 			}
 		}
 		for _, p := range s.Peers {
-			rows = append(rows, []string{s.Role + "/" + s.Pod, dash(s.Node), dash(p.Name), p.Address, p.State, age(r.now.Sub(p.Since))})
+			name := p.Name
+			if name == p.Address {
+				name = "" // a peer without a name is named by its address
+			}
+			rows = append(rows, []string{s.Role + "/" + s.Pod, dash(s.Node), dash(name), p.Address, p.State, age(r.now.Sub(p.Since))})
 		}
 	}
 	if len(rows) > 0 {

@@ -7,15 +7,18 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/metal-ccm/metal-ccm/pkg/annotation"
+	"github.com/metal-ccm/metal-ccm/pkg/sessions"
 	"github.com/metal-ccm/metal-ccm/pkg/svcstatus"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
@@ -42,10 +45,16 @@ func TestServiceStatus(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(statusConfig(lab, "1s")), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The replica's sessions Lease (kubectl metal-ccm status), once it stopped.
+	t.Cleanup(func() {
+		_ = client.CoordinationV1().Leases(metav1.NamespaceSystem).Delete(context.Background(), sessions.LeaseName("ccm-status"), metav1.DeleteOptions{})
+	})
 	ccm := cp.StartCCMForTest(t, framework.CCMOptions{
 		Name: "ccm-status", CloudConfig: cfgPath,
 		Args: []string{"--leader-elect-resource-name", "ccm-status", "--leader-elect-lease-duration", "4s",
 			"--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms"},
+		// As in its pod: it publishes its sessions (kubectl metal-ccm status).
+		Env: []string{"POD_NAMESPACE=" + metav1.NamespaceSystem, "POD_NAME=ccm-status"},
 	})
 	ns := framework.NewNamespace(t, client, framework.NamespaceName(t))
 	waitEstablished(t, lab, time.Minute, lab.SpeakerAddrs(netlab.IPv4)[0], lab.SpeakerAddrs(netlab.IPv6)[0])
@@ -71,6 +80,10 @@ func TestServiceStatus(t *testing.T) {
 			t.Errorf("allocated: %+v", c)
 		}
 		framework.WaitObjectEvent(t, client, ns, "web", svcstatus.ReasonAnnouncementChanged, wait)
+	})
+
+	t.Run("kubectl metal-ccm status shows the sessions with the router", func(t *testing.T) {
+		testStatusCommand(t, lab, cfgPath)
 	})
 
 	t.Run("no eligible node, then back", func(t *testing.T) {
@@ -130,6 +143,54 @@ func TestServiceStatus(t *testing.T) {
 	t.Run("a join storm and node churn are coalesced", func(t *testing.T) {
 		testStatusWritesBound(t, lab, ccm, ns, cfgPath)
 	})
+}
+
+// testStatusCommand checks that `kubectl metal-ccm status` shows the
+// replica's two sessions with BIRD established (its sessions' Lease,
+// written within a minute), the leader and the pool in use.
+func testStatusCommand(t *testing.T, lab *netlab.Lab, cfgPath string) {
+	ctx := context.Background()
+	ns := metav1.NamespaceSystem
+	t.Cleanup(func() {
+		_ = client.CoreV1().ConfigMaps(ns).Delete(context.Background(), "metal-cloud-config", metav1.DeleteOptions{})
+	})
+	data, err := os.ReadFile(cfgPath) //nolint:gosec // the test's own config
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "metal-cloud-config"}, Data: map[string]string{"cloud-config.yaml": string(data)}}
+	if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rows := []*regexp.Regexp{}
+	for _, f := range []netlab.Family{netlab.IPv4, netlab.IPv6} {
+		rows = append(rows, regexp.MustCompile(`(?m)^  replica/ccm-status +- +- +`+regexp.QuoteMeta(netlab.RouterAddr(f).String())+` +established +\S+$`))
+	}
+	var out string
+	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		stdout, stderr, code, err := cp.KubectlMetalCCM(ctx, "status", "-n", ns, "--lease-name", "ccm-status")
+		if err != nil {
+			return false, err
+		}
+		out = stdout + stderr
+		if code != 0 {
+			return false, nil
+		}
+		for _, re := range rows {
+			if !re.MatchString(stdout) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("the status shows no established sessions with the router within 90s: %v; last output:\n%s", err, out)
+	}
+	for _, want := range []string{`(?m)^Leader: +\S+_`, `BGP from Replicas to 2 peers`, `(?m)^  default +IPv4 +1 +255 +256 +BGP`} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("the status has no %s:\n%s", want, out)
+		}
+	}
 }
 
 // testStatusWritesBound counts, at the API server, the status writes a

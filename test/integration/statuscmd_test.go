@@ -1,12 +1,9 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -22,28 +19,17 @@ import (
 	"github.com/metal-ccm/metal-ccm/test/framework"
 )
 
-// runStatus runs `kubectl metal-ccm status` (the plugin binary) as the
-// admin, and returns its stdout, stderr and exit code.
+// runStatus runs `kubectl metal-ccm status ARGS` and returns its stdout,
+// stderr and exit code.
 func runStatus(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	bin, err := framework.Binary("kubectl-metal_ccm")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stdout, stderr, code, err := cp.KubectlMetalCCM(ctx, append([]string{"status"}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append([]string{"status", "--kubeconfig", cp.AdminKubeconfig}, args...)...) //nolint:gosec // the test's own binary
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err = cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	case err != nil:
-		t.Fatalf("run %s: %v", bin, err)
-	}
-	return out.String(), errOut.String(), code
+	return stdout, stderr, code
 }
 
 // volatile are what changes from run to run: the leader's identity
