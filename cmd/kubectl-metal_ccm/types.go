@@ -13,8 +13,8 @@ type Status struct {
 	// Leader is the leader-election Lease; nil when there is none.
 	Leader *Leader `json:"leader"`
 	// Replicas and Agents are the pods of the CCM and of the node agents.
-	Replicas []Pod `json:"replicas"`
-	Agents   []Pod `json:"agents"`
+	Replicas []Pod  `json:"replicas"`
+	Agents   []Pod  `json:"agents"`
 	Config   Config `json:"config"`
 	// Pools are each pool's addresses by family; OutsidePools counts the
 	// Services' addresses in no pool.
