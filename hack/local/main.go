@@ -185,6 +185,9 @@ func up(root, dir string, detach, realNodes bool) error {
 		// kube-controller-manager allocates the nodes' pod CIDRs from this
 		// range; with a router, the route controller announces them.
 		Args: []string{"--cluster-cidr", framework.DefaultClusterCIDR},
+		// As in the chart's pod: it publishes its BGP sessions for
+		// `kubectl metal-ccm status`.
+		Env: []string{"POD_NAMESPACE=" + metav1.NamespaceSystem, "POD_NAME=" + localReplica},
 	})
 	if err != nil {
 		cleanup()
@@ -199,6 +202,10 @@ func up(root, dir string, detach, realNodes bool) error {
 
 	cs, err := cp.Client()
 	if err != nil {
+		cleanup()
+		return err
+	}
+	if err := createConfigMap(ctx, cs, cloudConfig); err != nil {
 		cleanup()
 		return err
 	}
@@ -451,4 +458,22 @@ func lastLines(s string, n int) string {
 		l = l[len(l)-n:]
 	}
 	return strings.Join(l, "\n")
+}
+
+// localReplica is the name the local replica goes by, as a pod's.
+const localReplica = "metal-cloud-controller-manager-0"
+
+// createConfigMap puts the cloud-config where the chart does (the
+// ConfigMap metal-cloud-config in kube-system), for `kubectl metal-ccm
+// status`; the replica reads its file.
+func createConfigMap(ctx context.Context, cs kubernetes.Interface, path string) error {
+	data, err := os.ReadFile(path) //nolint:gosec // the local cluster's own cloud-config
+	if err != nil {
+		return fmt.Errorf("cloud-config: %w", err)
+	}
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "metal-cloud-config"}, Data: map[string]string{"cloud-config.yaml": string(data)}}
+	if _, err := cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create the cloud-config's ConfigMap: %w", err)
+	}
+	return nil
 }
