@@ -308,7 +308,7 @@ func poolsOf(cfg *config.CloudConfig, svcs []*v1.Service) ([]Pool, int) {
 					inPools[ip] = true
 				}
 			}
-			u.Free = u.Size - uint64(u.Used)
+			u.Free = u.Size - u.Used
 			out = append(out, u)
 		}
 	}

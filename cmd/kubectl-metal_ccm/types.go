@@ -63,7 +63,7 @@ type Pool struct {
 	Name       string   `json:"name"`
 	Family     string   `json:"family"`
 	Size       uint64   `json:"size"`
-	Used       int      `json:"used"`
+	Used       uint64   `json:"used"`
 	Free       uint64   `json:"free"`
 	Announce   []string `json:"announce"`
 	AutoAssign bool     `json:"autoAssign"`
