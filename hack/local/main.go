@@ -205,7 +205,9 @@ func up(root, dir string, detach, realNodes bool) error {
 		cleanup()
 		return err
 	}
-	if err := createConfigMap(ctx, cs, cloudConfig); err != nil {
+	// Where the chart puts it, for `kubectl metal-ccm status` (the
+	// replica reads its file).
+	if err := framework.CreateCloudConfigMap(ctx, cs, metav1.NamespaceSystem, cloudConfig); err != nil {
 		cleanup()
 		return err
 	}
@@ -462,18 +464,3 @@ func lastLines(s string, n int) string {
 
 // localReplica is the name the local replica goes by, as a pod's.
 const localReplica = "metal-cloud-controller-manager-0"
-
-// createConfigMap puts the cloud-config where the chart does (the
-// ConfigMap metal-cloud-config in kube-system), for `kubectl metal-ccm
-// status`; the replica reads its file.
-func createConfigMap(ctx context.Context, cs kubernetes.Interface, path string) error {
-	data, err := os.ReadFile(path) //nolint:gosec // the local cluster's own cloud-config
-	if err != nil {
-		return fmt.Errorf("cloud-config: %w", err)
-	}
-	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "metal-cloud-config"}, Data: map[string]string{"cloud-config.yaml": string(data)}}
-	if _, err := cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create the cloud-config's ConfigMap: %w", err)
-	}
-	return nil
-}

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -152,14 +151,9 @@ func testStatusCommand(t *testing.T, lab *netlab.Lab, cfgPath string) {
 	ctx := context.Background()
 	ns := metav1.NamespaceSystem
 	t.Cleanup(func() {
-		_ = client.CoreV1().ConfigMaps(ns).Delete(context.Background(), "metal-cloud-config", metav1.DeleteOptions{})
+		_ = client.CoreV1().ConfigMaps(ns).Delete(context.Background(), framework.CloudConfigMapName, metav1.DeleteOptions{})
 	})
-	data, err := os.ReadFile(cfgPath) //nolint:gosec // the test's own config
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "metal-cloud-config"}, Data: map[string]string{"cloud-config.yaml": string(data)}}
-	if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+	if err := framework.CreateCloudConfigMap(ctx, client, ns, cfgPath); err != nil {
 		t.Fatal(err)
 	}
 	rows := []*regexp.Regexp{}
@@ -167,7 +161,7 @@ func testStatusCommand(t *testing.T, lab *netlab.Lab, cfgPath string) {
 		rows = append(rows, regexp.MustCompile(`(?m)^  replica/ccm-status +- +- +`+regexp.QuoteMeta(netlab.RouterAddr(f).String())+` +established +\S+$`))
 	}
 	var out string
-	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 		stdout, stderr, code, err := cp.KubectlMetalCCM(ctx, "status", "-n", ns, "--lease-name", "ccm-status")
 		if err != nil {
 			return false, err

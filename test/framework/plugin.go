@@ -5,7 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // KubectlMetalCCM runs the kubectl plugin (cmd/kubectl-metal_ccm) with args
@@ -32,4 +37,26 @@ func (cp *ControlPlane) KubectlMetalCCM(ctx context.Context, args ...string) (st
 		return "", "", 0, fmt.Errorf("run %s: %w", bin, err)
 	}
 	return out.String(), errOut.String(), 0, nil
+}
+
+// CloudConfigMapName and CloudConfigKey are where the chart puts the
+// cloud-config, and where `kubectl metal-ccm status` reads it.
+const (
+	CloudConfigMapName = "metal-cloud-config"
+	CloudConfigKey     = "cloud-config.yaml"
+)
+
+// CreateCloudConfigMap puts the cloud-config at path into namespace's
+// ConfigMap metal-cloud-config, as the chart does (a replica started by
+// StartCCM reads the file itself).
+func CreateCloudConfigMap(ctx context.Context, cs kubernetes.Interface, namespace, path string) error {
+	data, err := os.ReadFile(path) //nolint:gosec // a test's or the local cluster's own cloud-config
+	if err != nil {
+		return fmt.Errorf("cloud-config: %w", err)
+	}
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: CloudConfigMapName}, Data: map[string]string{CloudConfigKey: string(data)}}
+	if _, err := cs.CoreV1().ConfigMaps(namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create the cloud-config's ConfigMap: %w", err)
+	}
+	return nil
 }

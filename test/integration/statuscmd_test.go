@@ -3,13 +3,11 @@ package integration
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -67,12 +65,7 @@ func TestStatusCommand(t *testing.T) {
 		t.Fatalf("namespace %s, want %s", got, ns)
 	}
 	ctx := context.Background()
-	data, err := os.ReadFile(cfg) //nolint:gosec // the test's own config
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "metal-cloud-config"}, Data: map[string]string{"cloud-config.yaml": string(data)}}
-	if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+	if err := framework.CreateCloudConfigMap(ctx, client, ns, cfg); err != nil {
 		t.Fatal(err)
 	}
 
