@@ -6,12 +6,14 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"syscall"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/metal-ccm/metal-ccm/pkg/sessions"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
@@ -84,6 +86,13 @@ func startAgentsIn(t *testing.T, where []agentPlace, cfg string) []*agent {
 	t.Helper()
 	write := agentKubeconfig(t)
 	dir := t.TempDir()
+	// Each agent publishes its sessions (kubectl metal-ccm status) in a
+	// Lease that a pod would own: delete them once the agents stopped.
+	t.Cleanup(func() {
+		for _, w := range where {
+			_ = client.CoordinationV1().Leases(metav1.NamespaceSystem).Delete(context.Background(), sessions.LeaseName(agentPod(w.node)), metav1.DeleteOptions{})
+		}
+	})
 	var agents []*agent
 	for i, w := range where {
 		relay, err := cp.RelayAPIServer(w.netns)
@@ -98,7 +107,9 @@ func startAgentsIn(t *testing.T, where []agentPlace, cfg string) []*agent {
 		a := &agent{start: func() (*framework.Process, error) {
 			return framework.StartNodeAgent(framework.NodeAgentOptions{Name: "agent-" + w.node,
 				LogPath: filepath.Join(cp.Dir, "logs", "agent-"+w.node+".log"), NetNS: w.netns, Node: w.node,
-				Kubeconfig: kc, CloudConfig: cfg})
+				Kubeconfig: kc, CloudConfig: cfg,
+				// As in its pod: it publishes its sessions.
+				Env: []string{"POD_NAMESPACE=" + metav1.NamespaceSystem, "POD_NAME=" + agentPod(w.node)}})
 		}}
 		if a.Process, err = a.start(); err != nil {
 			t.Fatal(err)
@@ -116,6 +127,9 @@ func startAgentsIn(t *testing.T, where []agentPlace, cfg string) []*agent {
 	}
 	return agents
 }
+
+// agentPod is the name an agent goes by, as its pod's.
+func agentPod(node string) string { return "agent-" + node }
 
 // TestNodeAgents: with bgp.announceFrom Nodes the replicas only allocate,
 // and the real agent binary on each node announces each address its node
@@ -164,6 +178,18 @@ func TestNodeAgents(t *testing.T) {
 	if ccm.LogContains("BGP session state changed") {
 		t.Error("the replica runs BGP sessions with announceFrom Nodes")
 	}
+
+	t.Run("kubectl metal-ccm status shows every agent's sessions", func(t *testing.T) {
+		var want []string
+		for i := range lab.Nodes {
+			for _, f := range []netlab.Family{netlab.IPv4, netlab.IPv6} {
+				want = append(want, fmt.Sprintf(`(?m)^  agent/%s +%s +- +%s +established `,
+					regexp.QuoteMeta(agentPod(lab.NodeName(i))), regexp.QuoteMeta(lab.NodeName(i)), regexp.QuoteMeta(netlab.RouterAddr(f).String())))
+			}
+		}
+		want = append(want, `(?m)^  node agents: 3 of 3 with every session established$`)
+		waitStatus(t, []string{"-n", metav1.NamespaceSystem, "--lease-name", "e2e-agents"}, want...)
+	})
 
 	t.Run("Local narrows to the node with an endpoint", func(t *testing.T) {
 		framework.CreateLoadBalancer(t, client, ns, "local", framework.Local)

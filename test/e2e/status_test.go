@@ -82,7 +82,7 @@ func TestServiceStatus(t *testing.T) {
 	})
 
 	t.Run("kubectl metal-ccm status shows the sessions with the router", func(t *testing.T) {
-		testStatusCommand(t, lab, cfgPath)
+		testStatusCommand(t, cfgPath)
 	})
 
 	t.Run("no eligible node, then back", func(t *testing.T) {
@@ -147,7 +147,7 @@ func TestServiceStatus(t *testing.T) {
 // testStatusCommand checks that `kubectl metal-ccm status` shows the
 // replica's two sessions with BIRD established (its sessions' Lease,
 // written within a minute), the leader and the pool in use.
-func testStatusCommand(t *testing.T, lab *netlab.Lab, cfgPath string) {
+func testStatusCommand(t *testing.T, cfgPath string) {
 	ctx := context.Background()
 	ns := metav1.NamespaceSystem
 	t.Cleanup(func() {
@@ -156,13 +156,26 @@ func testStatusCommand(t *testing.T, lab *netlab.Lab, cfgPath string) {
 	if err := framework.CreateCloudConfigMap(ctx, client, ns, cfgPath); err != nil {
 		t.Fatal(err)
 	}
-	rows := []*regexp.Regexp{}
+	var want []string
 	for _, f := range []netlab.Family{netlab.IPv4, netlab.IPv6} {
-		rows = append(rows, regexp.MustCompile(`(?m)^  replica/ccm-status +- +- +`+regexp.QuoteMeta(netlab.RouterAddr(f).String())+` +established +\S+$`))
+		want = append(want, `(?m)^  replica/ccm-status +- +- +`+regexp.QuoteMeta(netlab.RouterAddr(f).String())+` +established +\S+$`)
+	}
+	want = append(want, `(?m)^Leader: +\S+_`, `BGP from Replicas to 2 peers`, `(?m)^  default +IPv4 +1 +255 +256 +BGP`)
+	waitStatus(t, []string{"-n", ns, "--lease-name", "ccm-status"}, want...)
+}
+
+// waitStatus waits up to 90 s (a sessions Lease is written at most every
+// 30 s) until `kubectl metal-ccm status ARGS` succeeds with output that
+// matches every regular expression of want.
+func waitStatus(t *testing.T, args []string, want ...string) {
+	t.Helper()
+	res := make([]*regexp.Regexp, 0, len(want))
+	for _, w := range want {
+		res = append(res, regexp.MustCompile(w))
 	}
 	var out string
-	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-		stdout, stderr, code, err := cp.KubectlMetalCCM(ctx, "status", "-n", ns, "--lease-name", "ccm-status")
+	err := wait.PollUntilContextTimeout(context.Background(), 2*time.Second, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		stdout, stderr, code, err := cp.KubectlMetalCCM(ctx, append([]string{"status"}, args...)...)
 		if err != nil {
 			return false, err
 		}
@@ -170,7 +183,7 @@ func testStatusCommand(t *testing.T, lab *netlab.Lab, cfgPath string) {
 		if code != 0 {
 			return false, nil
 		}
-		for _, re := range rows {
+		for _, re := range res {
 			if !re.MatchString(stdout) {
 				return false, nil
 			}
@@ -178,12 +191,7 @@ func testStatusCommand(t *testing.T, lab *netlab.Lab, cfgPath string) {
 		return true, nil
 	})
 	if err != nil {
-		t.Fatalf("the status shows no established sessions with the router within 90s: %v; last output:\n%s", err, out)
-	}
-	for _, want := range []string{`(?m)^Leader: +\S+_`, `BGP from Replicas to 2 peers`, `(?m)^  default +IPv4 +1 +255 +256 +BGP`} {
-		if !regexp.MustCompile(want).MatchString(out) {
-			t.Errorf("the status has no %s:\n%s", want, out)
-		}
+		t.Fatalf("kubectl metal-ccm status %v does not show %q within 90s: %v; last output:\n%s", args, want, err, out)
 	}
 }
 

@@ -191,17 +191,27 @@ func checkRendered(t *testing.T, objs []*unstructured.Unstructured, wantRules, w
 	}
 }
 
-// checkWitness: the agents' one write, the L2 witness Lease, comes with L2
-// only: a Lease the chart makes, a Role that allows get and update of that
-// name alone, and the flag that names it.
+// checkWitness: the agents' writes are their sessions' Leases, with every
+// agent (a Role that allows create and patch of Leases, nothing else), and
+// the L2 witness Lease, with L2 only: a Lease the chart makes, a Role that
+// allows get and update of that name alone, and the flag that names it.
 func checkWitness(t *testing.T, objs []*unstructured.Unstructured, l2 bool) {
 	t.Helper()
 	const lease = "metal-ccm-l2-witness"
-	var leases, roles, flags, agents int
+	sessionsRole := agentName + ":sessions"
+	var leases, roles, flags, agents, sessionsRoles int
 	for _, o := range objs {
 		switch {
 		case o.GetKind() == "Lease" && o.GetName() == lease:
 			leases++
+		case o.GetKind() == "Role" && o.GetName() == sessionsRole:
+			sessionsRoles++
+			var r rbacv1.Role
+			fromUnstructured(t, o, &r)
+			want := []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create", "patch"}}}
+			if !reflect.DeepEqual(r.Rules, want) {
+				t.Errorf("Role %s grants %v, want only %v", r.Name, r.Rules, want)
+			}
 		case o.GetKind() == "Role" && strings.HasPrefix(o.GetName(), agentName):
 			roles++
 			var r rbacv1.Role
@@ -224,6 +234,9 @@ func checkWitness(t *testing.T, objs []*unstructured.Unstructured, l2 bool) {
 	want, wantFlags := 0, 0
 	if l2 && agents > 0 {
 		want, wantFlags = 1, agents
+	}
+	if wantSessions := min(agents, 1); sessionsRoles != wantSessions {
+		t.Errorf("%d agent DaemonSets, %d Roles %s; want %d", agents, sessionsRoles, sessionsRole, wantSessions)
 	}
 	if leases != want || roles != want || flags != wantFlags {
 		t.Errorf("L2 %v: %d witness Leases, %d agent Roles, %d --l2-witness-lease flags in %d agent DaemonSets; want %d, %d and %d",
