@@ -123,12 +123,19 @@ func (s source) pods(ctx context.Context, st *Status) error {
 		return err
 	}
 	for i := range st.Replicas {
-		// The manager's identity is its hostname (the pod's name) and a
-		// UUID: HOSTNAME_UUID.
-		st.Replicas[i].Leader = st.Leader != nil && !st.Leader.Expired && strings.HasPrefix(st.Leader.Identity, st.Replicas[i].Name+"_")
+		st.Replicas[i].Leader = st.Leader != nil && !st.Leader.Expired && leads(st.Leader.Identity, st.Replicas[i])
 	}
 	st.Agents, err = list(agentSelector)
 	return err
+}
+
+// leads reports whether the leader's identity is the pod's. The manager's
+// identity is its hostname and a UUID (HOSTNAME_UUID): the pod's name, or
+// on the host's network (the chart's default) its node's hostname, which is
+// the node's name unless the kubelet was told otherwise.
+func leads(identity string, p Pod) bool {
+	host, _, ok := strings.Cut(identity, "_")
+	return ok && (host == p.Name || p.Node != "" && strings.EqualFold(host, p.Node))
 }
 
 func podOf(p *v1.Pod) Pod {

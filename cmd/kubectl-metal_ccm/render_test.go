@@ -89,3 +89,26 @@ func TestRenderNoLeader(t *testing.T) {
 		}
 	}
 }
+
+// TestLeads checks which replica's pod the leader's identity names: by its
+// pod's name, or on the host's network by its node's.
+func TestLeads(t *testing.T) {
+	tests := []struct {
+		identity string
+		pod      Pod
+		want     bool
+	}{
+		{"ccm-abc_0f1e", Pod{Name: "ccm-abc", Node: "cp-1"}, true},
+		{"CP-1_0f1e", Pod{Name: "ccm-abc", Node: "cp-1"}, true},
+		{"cp-2_0f1e", Pod{Name: "ccm-abc", Node: "cp-1"}, false},
+		{"ccm-abc", Pod{Name: "ccm-abc", Node: "cp-1"}, false},
+		{"_0f1e", Pod{Name: "ccm-abc"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.identity, func(t *testing.T) {
+			if got := leads(tt.identity, tt.pod); got != tt.want {
+				t.Errorf("leads(%q, %+v) = %v, want %v", tt.identity, tt.pod, got, tt.want)
+			}
+		})
+	}
+}
