@@ -188,7 +188,7 @@ func TestNodeAgents(t *testing.T) {
 			}
 		}
 		want = append(want, `(?m)^  node agents: 3 of 3 with every session established$`)
-		waitStatus(t, []string{"-n", metav1.NamespaceSystem, "--lease-name", "e2e-agents"}, want...)
+		cp.WaitStatus(t, []string{"-n", metav1.NamespaceSystem, "--lease-name", "e2e-agents"}, want...)
 	})
 
 	t.Run("Local narrows to the node with an endpoint", func(t *testing.T) {

@@ -78,7 +78,7 @@ func TestLoadBalancerOverBGP(t *testing.T) {
 		for _, f := range []netlab.Family{netlab.IPv4, netlab.IPv6} {
 			want = append(want, `(?m)^  replica/`+regexp.QuoteMeta(ccm.Name)+` +- +- +`+regexp.QuoteMeta(netlab.RouterAddr(f).String())+` +established `)
 		}
-		waitStatus(t, []string{"-n", metav1.NamespaceSystem, "--lease-name", "cloud-controller-manager"}, want...)
+		cp.WaitStatus(t, []string{"-n", metav1.NamespaceSystem, "--lease-name", "cloud-controller-manager"}, want...)
 	})
 	t.Run("externalTrafficPolicy Local narrows the next hops", func(t *testing.T) {
 		framework.CreateLoadBalancer(t, client, ns, "local", framework.Local)

@@ -161,38 +161,7 @@ func testStatusCommand(t *testing.T, cfgPath string) {
 		want = append(want, `(?m)^  replica/ccm-status +- +- +`+regexp.QuoteMeta(netlab.RouterAddr(f).String())+` +established +\S+$`)
 	}
 	want = append(want, `(?m)^Leader: +\S+_`, `BGP from Replicas to 2 peers`, `(?m)^  default +IPv4 +1 +255 +256 +BGP`)
-	waitStatus(t, []string{"-n", ns, "--lease-name", "ccm-status"}, want...)
-}
-
-// waitStatus waits up to 90 s (a sessions Lease is written at most every
-// 30 s) until `kubectl metal-ccm status ARGS` succeeds with output that
-// matches every regular expression of want.
-func waitStatus(t *testing.T, args []string, want ...string) {
-	t.Helper()
-	res := make([]*regexp.Regexp, 0, len(want))
-	for _, w := range want {
-		res = append(res, regexp.MustCompile(w))
-	}
-	var out string
-	err := wait.PollUntilContextTimeout(context.Background(), 2*time.Second, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-		stdout, stderr, code, err := cp.KubectlMetalCCM(ctx, append([]string{"status"}, args...)...)
-		if err != nil {
-			return false, err
-		}
-		out = stdout + stderr
-		if code != 0 {
-			return false, nil
-		}
-		for _, re := range res {
-			if !re.MatchString(stdout) {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
-		t.Fatalf("kubectl metal-ccm status %v does not show %q within 90s: %v; last output:\n%s", args, want, err, out)
-	}
+	cp.WaitStatus(t, []string{"-n", ns, "--lease-name", "ccm-status"}, want...)
 }
 
 // testStatusWritesBound counts, at the API server, the status writes a

@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
+	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -59,4 +63,35 @@ func CreateCloudConfigMap(ctx context.Context, cs kubernetes.Interface, namespac
 		return fmt.Errorf("create the cloud-config's ConfigMap: %w", err)
 	}
 	return nil
+}
+
+// WaitStatus waits up to 90 s (a sessions Lease is written at most every
+// 30 s) until `kubectl metal-ccm status ARGS` succeeds with output that
+// matches every regular expression of want, and fails t otherwise.
+func (cp *ControlPlane) WaitStatus(t testing.TB, args []string, want ...string) {
+	t.Helper()
+	res := make([]*regexp.Regexp, 0, len(want))
+	for _, w := range want {
+		res = append(res, regexp.MustCompile(w))
+	}
+	var out string
+	err := wait.PollUntilContextTimeout(context.Background(), 2*time.Second, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		stdout, stderr, code, err := cp.KubectlMetalCCM(ctx, append([]string{"status"}, args...)...)
+		if err != nil {
+			return false, err
+		}
+		out = stdout + stderr
+		if code != 0 {
+			return false, nil
+		}
+		for _, re := range res {
+			if !re.MatchString(stdout) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("kubectl metal-ccm status %v does not show %q within 90s: %v; last output:\n%s", args, want, err, out)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"github.com/metal-ccm/metal-ccm/pkg/sessions"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/images"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
@@ -112,6 +114,31 @@ func TestChartNodeAgentsOnRealNodes(t *testing.T) {
 			t.Errorf("node %s: NetworkUnavailable reason %q, want RouteCreated (the route controller's)", n.Name, c.Reason)
 		}
 	}
+
+	t.Run("kubectl metal-ccm status shows the pods, the leader and every agent's sessions", func(t *testing.T) {
+		want := []string{
+			`(?m)^  ` + regexp.QuoteMeta(ccmPod.Name) + ` +` + regexp.QuoteMeta(cpNode.Name) + ` +yes +\d+ +yes$`,
+			`(?m)^Node agents: +2 pods, 2 Ready$`,
+			`(?m)^  node agents: 2 of 2 with every session established$`,
+		}
+		for _, p := range agents {
+			for _, f := range []netlab.Family{netlab.IPv4, netlab.IPv6} {
+				want = append(want, `(?m)^  agent/`+regexp.QuoteMeta(p.Name)+` +`+regexp.QuoteMeta(p.Spec.NodeName)+` +- +`+regexp.QuoteMeta(netlab.RouterAddr(f).String())+` +established `)
+			}
+		}
+		cp.WaitStatus(t, []string{"-n", chartNamespace}, want...)
+		// Each agent's Lease is its pod's: the garbage collector deletes
+		// it with the pod.
+		for _, p := range agents {
+			l, err := client.CoordinationV1().Leases(chartNamespace).Get(ctx, sessions.LeaseName(p.Name), metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o := l.OwnerReferences; len(o) != 1 || o[0].Kind != "Pod" || o[0].UID != p.UID {
+				t.Errorf("Lease %s is owned by %+v, want the pod %s (%s)", l.Name, o, p.Name, p.UID)
+			}
+		}
+	})
 
 	t.Run("pod on the worker from the control-plane node's pod network", func(t *testing.T) {
 		ns := framework.NewNamespace(t, client, framework.NamespaceName(t), framework.ReleaseServices(30*time.Second))
