@@ -67,6 +67,7 @@ func (s source) collect(ctx context.Context) (*Status, error) {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	st.Nodes = nodesOf(nodeList.Items, cfg)
+	markLeader(st, nodeList.Items)
 	svcs, err := s.cs.CoreV1().Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("list services: %w", err)
@@ -122,20 +123,40 @@ func (s source) pods(ctx context.Context, st *Status) error {
 	if st.Replicas, err = list(replicaSelector); err != nil {
 		return err
 	}
-	for i := range st.Replicas {
-		st.Replicas[i].Leader = st.Leader != nil && !st.Leader.Expired && leads(st.Leader.Identity, st.Replicas[i])
-	}
 	st.Agents, err = list(agentSelector)
 	return err
 }
 
+// markLeader marks the replica pod the leader's identity names, if one
+// does (Status.LeaderPod).
+func markLeader(st *Status, nodeList []v1.Node) {
+	if st.Leader == nil || st.Leader.Expired {
+		return
+	}
+	hostnames := map[string]string{}
+	for i := range nodeList {
+		hostnames[nodeList[i].Name] = nodeList[i].Labels[v1.LabelHostname]
+	}
+	for i := range st.Replicas {
+		if leads(st.Leader.Identity, st.Replicas[i], hostnames[st.Replicas[i].Node]) {
+			st.Replicas[i].Leader = true
+			st.LeaderPod = st.Replicas[i].Name
+			return
+		}
+	}
+}
+
 // leads reports whether the leader's identity is the pod's. The manager's
 // identity is its hostname and a UUID (HOSTNAME_UUID): the pod's name, or
-// on the host's network (the chart's default) its node's hostname, which is
-// the node's name unless the kubelet was told otherwise.
-func leads(identity string, p Pod) bool {
+// on the host's network (the chart's default) its machine's hostname,
+// which the node's name or its kubernetes.io/hostname label are unless the
+// kubelet was told otherwise (--hostname-override).
+func leads(identity string, p Pod, nodeHostname string) bool {
 	host, _, ok := strings.Cut(identity, "_")
-	return ok && (host == p.Name || p.Node != "" && strings.EqualFold(host, p.Node))
+	if !ok || host == "" {
+		return false
+	}
+	return host == p.Name || strings.EqualFold(host, p.Node) || strings.EqualFold(host, nodeHostname)
 }
 
 func podOf(p *v1.Pod) Pod {

@@ -81,8 +81,8 @@ func (r *renderer) head(st *Status) {
 	default:
 		r.printf("Leader:       %s (Lease %s, renewed %s ago)\n", l.Identity, l.Lease, age(r.now.Sub(l.Renewed)))
 	}
-	r.podList("Replicas:", st.Replicas, true)
-	r.podList("Node agents:", st.Agents, false)
+	r.podList("Replicas:", st.Replicas, st.leaderColumn())
+	r.podList("Node agents:", st.Agents, nil)
 	c := st.Config
 	if c.Error != "" {
 		r.printf("Config:       %s: %s\n", c.Source, c.Error)
@@ -102,7 +102,20 @@ func (r *renderer) head(st *Status) {
 	r.printf("Config:       %s: serves %s; %s\n", c.Source, class, bgp)
 }
 
-func (r *renderer) podList(title string, pods []Pod, leader bool) {
+// leaderColumn is how the replicas' LEADER column says who leads: "yes"
+// and "no", or "?" when a replica leads whose pod is not known (its
+// hostname names no pod and no node).
+func (s *Status) leaderColumn() func(Pod) string {
+	unknown := s.Leader != nil && !s.Leader.Expired && s.LeaderPod == ""
+	return func(p Pod) string {
+		if unknown {
+			return "?"
+		}
+		return yesNo(p.Leader)
+	}
+}
+
+func (r *renderer) podList(title string, pods []Pod, leader func(Pod) string) {
 	ready := 0
 	for _, p := range pods {
 		if p.Ready {
@@ -114,18 +127,18 @@ func (r *renderer) podList(title string, pods []Pod, leader bool) {
 		return
 	}
 	r.printf("%-13s %s, %d Ready\n", title, plural(len(pods), "pod", "pods"), ready)
-	if !leader && len(pods) > maxRows {
+	if leader == nil && len(pods) > maxRows {
 		return
 	}
 	header := "POD NODE READY RESTARTS"
-	if leader {
+	if leader != nil {
 		header += " LEADER"
 	}
 	var rows [][]string
 	for _, p := range pods {
 		row := []string{p.Name, p.Node, yesNo(p.Ready), fmt.Sprint(p.Restarts)}
-		if leader {
-			row = append(row, yesNo(p.Leader))
+		if leader != nil {
+			row = append(row, leader(p))
 		}
 		rows = append(rows, row)
 	}

@@ -96,19 +96,36 @@ func TestLeads(t *testing.T) {
 	tests := []struct {
 		identity string
 		pod      Pod
+		hostname string
 		want     bool
 	}{
-		{"ccm-abc_0f1e", Pod{Name: "ccm-abc", Node: "cp-1"}, true},
-		{"CP-1_0f1e", Pod{Name: "ccm-abc", Node: "cp-1"}, true},
-		{"cp-2_0f1e", Pod{Name: "ccm-abc", Node: "cp-1"}, false},
-		{"ccm-abc", Pod{Name: "ccm-abc", Node: "cp-1"}, false},
-		{"_0f1e", Pod{Name: "ccm-abc"}, false},
+		{"ccm-abc_0f1e", Pod{Name: "ccm-abc", Node: "cp-1"}, "", true},
+		{"CP-1_0f1e", Pod{Name: "ccm-abc", Node: "cp-1"}, "", true},
+		{"m1.example_0f1e", Pod{Name: "ccm-abc", Node: "cp-1"}, "m1.example", true},
+		{"cp-2_0f1e", Pod{Name: "ccm-abc", Node: "cp-1"}, "cp-1", false},
+		{"ccm-abc", Pod{Name: "ccm-abc", Node: "cp-1"}, "", false},
+		{"_0f1e", Pod{Name: "ccm-abc"}, "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.identity, func(t *testing.T) {
-			if got := leads(tt.identity, tt.pod); got != tt.want {
+			if got := leads(tt.identity, tt.pod, tt.hostname); got != tt.want {
 				t.Errorf("leads(%q, %+v) = %v, want %v", tt.identity, tt.pod, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestRenderLeaderUnknown checks that a leader whose identity names no
+// replica pod is shown, and the replicas' LEADER column says "?".
+func TestRenderLeaderUnknown(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	st := &Status{Namespace: "ccm", Leader: &Leader{Lease: "ccm/cloud-controller-manager", Identity: "host_x", Renewed: now},
+		Replicas: []Pod{{Name: "ccm-0", Node: "cp-0", Ready: true}}}
+	var b strings.Builder
+	if err := render(&b, st, now); err != nil {
+		t.Fatal(err)
+	}
+	if want := "  ccm-0  cp-0  yes    0         ?\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("no %q in:\n%s", want, b.String())
 	}
 }

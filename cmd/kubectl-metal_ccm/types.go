@@ -12,6 +12,10 @@ type Status struct {
 	Namespace string `json:"namespace"`
 	// Leader is the leader-election Lease; nil when there is none.
 	Leader *Leader `json:"leader"`
+	// LeaderPod is the replica pod the leader's identity names; empty
+	// when none does (no leader, or a hostname that is neither a pod's
+	// nor a node's).
+	LeaderPod string `json:"leaderPod,omitempty"`
 	// Replicas and Agents are the pods of the CCM and of the node agents.
 	Replicas []Pod  `json:"replicas"`
 	Agents   []Pod  `json:"agents"`
