@@ -57,7 +57,10 @@ func masked(out string) []byte {
 func TestStatusCommand(t *testing.T) {
 	ns := framework.NamespaceName(t)
 	lease := "status-command"
-	body := lbConfig(194) + "serviceStatus:\n  minInterval: 1s\n"
+	// A class of its own: the Services other tests leave behind (another
+	// class: none) are not this CCM's, and neither counted nor listed.
+	const class = "metal-ccm.io/status-test"
+	body := strings.Replace(lbConfig(194), "loadBalancer:\n", "loadBalancer:\n  class: "+class+"\n", 1) + "serviceStatus:\n  minInterval: 1s\n"
 	cfg := writeConfig(t, body)
 	startCCM(t, framework.CCMOptions{CloudConfig: cfg, Args: []string{"--leader-elect-resource-namespace", ns, "--leader-elect-resource-name", lease},
 		Env: []string{"POD_NAMESPACE=" + ns, "POD_NAME=status-command-ccm"}})
@@ -84,9 +87,9 @@ func TestStatusCommand(t *testing.T) {
 	}
 
 	const wait = 30 * time.Second
-	createLB(t, ns, "web")
-	createLB(t, ns, "bad", framework.WithAnnotation("metal-ccm.io/pool", "nope"))
-	createLB(t, ns, "small", framework.WithAnnotation("metal-ccm.io/pool", "tiny"))
+	createLB(t, ns, "web", withClass(class))
+	createLB(t, ns, "bad", withClass(class), framework.WithAnnotation("metal-ccm.io/pool", "nope"))
+	createLB(t, ns, "small", withClass(class), framework.WithAnnotation("metal-ccm.io/pool", "tiny"))
 	waitIPs(t, ns, "web", 1, wait)
 	waitIPs(t, ns, "small", 1, wait)
 	framework.WaitServiceCondition(t, client, ns, "web", svcstatus.TypeAnnounced, metav1.ConditionFalse, svcstatus.ReasonNotSentToAnyPeer, wait)
