@@ -1,5 +1,5 @@
 # A thin index over hack/. Each target's work is in the script it names.
-.PHONY: all build test verify bench chaos run run-detached down image push release-check clean
+.PHONY: all build test verify bench chaos run run-detached down image plugin push release-check clean
 
 all: build
 
@@ -29,6 +29,9 @@ down: ## Stop a detached local cluster
 
 image: ## The release image (linux/amd64, linux/arm64; both binaries) as an OCI layout in _output/image
 	hack/image.sh
+
+plugin: ## The kubectl plugin (kubectl metal-ccm status) for linux/amd64 and linux/arm64 in _output/plugin
+	hack/plugin.sh
 
 push: ## Push the image to IMAGE:VERSION and the chart to oci://IMAGE's parent/charts (IMAGE=REGISTRY/REPO)
 	IMAGE=$(IMAGE) hack/push.sh

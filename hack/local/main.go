@@ -185,6 +185,9 @@ func up(root, dir string, detach, realNodes bool) error {
 		// kube-controller-manager allocates the nodes' pod CIDRs from this
 		// range; with a router, the route controller announces them.
 		Args: []string{"--cluster-cidr", framework.DefaultClusterCIDR},
+		// As in the chart's pod: it publishes its BGP sessions for
+		// `kubectl metal-ccm status`.
+		Env: []string{"POD_NAMESPACE=" + metav1.NamespaceSystem, "POD_NAME=" + localReplica},
 	})
 	if err != nil {
 		cleanup()
@@ -199,6 +202,12 @@ func up(root, dir string, detach, realNodes bool) error {
 
 	cs, err := cp.Client()
 	if err != nil {
+		cleanup()
+		return err
+	}
+	// Where the chart puts it, for `kubectl metal-ccm status` (the
+	// replica reads its file).
+	if err := framework.CreateCloudConfigMap(ctx, cs, metav1.NamespaceSystem, cloudConfig); err != nil {
 		cleanup()
 		return err
 	}
@@ -452,3 +461,6 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(l, "\n")
 }
+
+// localReplica is the name the local replica goes by, as a pod's.
+const localReplica = "metal-cloud-controller-manager-0"

@@ -94,6 +94,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	a.roles.Store(&roles)
+	a.publishSessions(ctx, roles)
 	stopped := runInformers(ctx, inf)
 	var wg sync.WaitGroup
 	for _, r := range roles {

@@ -107,6 +107,7 @@ func (r *Runtime) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface
 	for _, role := range rs.all {
 		go role.Run(ctx)
 	}
+	publishSessions(ctx, cs, rs.all)
 	return nil
 }
 

@@ -6,12 +6,14 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/metal-ccm/metal-ccm/pkg/sessions"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
@@ -38,11 +40,20 @@ func startReplica(t *testing.T, lab *netlab.Lab, i int, lease, pool4, pool6 stri
 // fast leader election; it is stopped when the test ends.
 func startReplicaAs(t *testing.T, lab *netlab.Lab, i int, kubeconfig, lease, pool4, pool6 string) *framework.CCM {
 	t.Helper()
+	name := fmt.Sprintf("ccm-%s-%d", strings.ToLower(t.Name()), i)
+	// As in its pod, it publishes its sessions (kubectl metal-ccm status)
+	// in a Lease its pod would own: deleted once it stopped. A pod's name
+	// is a DNS subdomain (a subtest's name has "/" and "_").
+	pod := regexp.MustCompile(`[^a-z0-9.-]+`).ReplaceAllString(name, "-")
+	t.Cleanup(func() {
+		_ = client.CoordinationV1().Leases(metav1.NamespaceSystem).Delete(context.Background(), sessions.LeaseName(pod), metav1.DeleteOptions{})
+	})
 	return cp.StartCCMForTest(t, framework.CCMOptions{
-		Name: fmt.Sprintf("ccm-%s-%d", strings.ToLower(t.Name()), i), CloudConfig: ccmConfig(t, lab, i, pool4, pool6), Kubeconfig: kubeconfig,
+		Name: name, CloudConfig: ccmConfig(t, lab, i, pool4, pool6), Kubeconfig: kubeconfig,
 		Args: []string{"--leader-elect-resource-name", lease, "--leader-elect-lease-duration", "4s",
 			"--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms",
 			"--node-monitor-period", "1s"},
+		Env: []string{"POD_NAMESPACE=" + metav1.NamespaceSystem, "POD_NAME=" + pod},
 	})
 }
 

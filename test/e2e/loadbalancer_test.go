@@ -79,6 +79,13 @@ func TestLoadBalancerOverBGP(t *testing.T) {
 			t.Errorf("%s is %q", annotation.Summary, got)
 		}
 	})
+	t.Run("the sessions' Lease is written with the least-privilege roles", func(t *testing.T) {
+		var want []string
+		for _, f := range []netlab.Family{netlab.IPv4, netlab.IPv6} {
+			want = append(want, `(?m)^  replica/`+regexp.QuoteMeta(ccm.Name)+` +- +- +`+regexp.QuoteMeta(netlab.RouterAddr(f).String())+` +established `)
+		}
+		cp.WaitStatus(t, []string{"-n", metav1.NamespaceSystem, "--lease-name", "cloud-controller-manager"}, want...)
+	})
 	t.Run("externalTrafficPolicy Local narrows the next hops", func(t *testing.T) {
 		framework.CreateLoadBalancer(t, client, ns, "local", framework.Local)
 		lvip := waitVIPs(t, ns, "local", 1)[0]

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/metal-ccm/metal-ccm/pkg/annotation"
+	"github.com/metal-ccm/metal-ccm/pkg/sessions"
 	"github.com/metal-ccm/metal-ccm/pkg/svcstatus"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
@@ -42,10 +44,16 @@ func TestServiceStatus(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(statusConfig(lab, "1s")), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The replica's sessions Lease (kubectl metal-ccm status), once it stopped.
+	t.Cleanup(func() {
+		_ = client.CoordinationV1().Leases(metav1.NamespaceSystem).Delete(context.Background(), sessions.LeaseName("ccm-status"), metav1.DeleteOptions{})
+	})
 	ccm := cp.StartCCMForTest(t, framework.CCMOptions{
 		Name: "ccm-status", CloudConfig: cfgPath,
 		Args: []string{"--leader-elect-resource-name", "ccm-status", "--leader-elect-lease-duration", "4s",
 			"--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms"},
+		// As in its pod: it publishes its sessions (kubectl metal-ccm status).
+		Env: []string{"POD_NAMESPACE=" + metav1.NamespaceSystem, "POD_NAME=ccm-status"},
 	})
 	ns := framework.NewNamespace(t, client, framework.NamespaceName(t))
 	waitEstablished(t, lab, time.Minute, lab.SpeakerAddrs(netlab.IPv4)[0], lab.SpeakerAddrs(netlab.IPv6)[0])
@@ -71,6 +79,10 @@ func TestServiceStatus(t *testing.T) {
 			t.Errorf("allocated: %+v", c)
 		}
 		framework.WaitObjectEvent(t, client, ns, "web", svcstatus.ReasonAnnouncementChanged, wait)
+	})
+
+	t.Run("kubectl metal-ccm status shows the sessions with the router", func(t *testing.T) {
+		testStatusCommand(t, cfgPath)
 	})
 
 	t.Run("no eligible node, then back", func(t *testing.T) {
@@ -130,6 +142,26 @@ func TestServiceStatus(t *testing.T) {
 	t.Run("a join storm and node churn are coalesced", func(t *testing.T) {
 		testStatusWritesBound(t, lab, ccm, ns, cfgPath)
 	})
+}
+
+// testStatusCommand checks that `kubectl metal-ccm status` shows the
+// replica's two sessions with BIRD established (its sessions' Lease,
+// written within a minute), the leader and the pool in use.
+func testStatusCommand(t *testing.T, cfgPath string) {
+	ctx := context.Background()
+	ns := metav1.NamespaceSystem
+	t.Cleanup(func() {
+		_ = client.CoreV1().ConfigMaps(ns).Delete(context.Background(), framework.CloudConfigMapName, metav1.DeleteOptions{})
+	})
+	if err := framework.CreateCloudConfigMap(ctx, client, ns, cfgPath); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, f := range []netlab.Family{netlab.IPv4, netlab.IPv6} {
+		want = append(want, `(?m)^  replica/ccm-status +- +- +`+regexp.QuoteMeta(netlab.RouterAddr(f).String())+` +established +\S+$`)
+	}
+	want = append(want, `(?m)^Leader: +\S+_`, `BGP from Replicas to 2 peers`, `(?m)^  default +IPv4 +1 +255 +256 +BGP`)
+	cp.WaitStatus(t, []string{"-n", ns, "--lease-name", "ccm-status"}, want...)
 }
 
 // testStatusWritesBound counts, at the API server, the status writes a

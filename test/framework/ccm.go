@@ -41,6 +41,10 @@ type CCMOptions struct {
 	// API server from there (a RealNode's Kubeconfig does). Its /healthz
 	// and /metrics are fetched from that namespace.
 	NetNS string
+	// Env, as NAME=value, is added to the replica's environment (with
+	// env(1), after NetNS and Wrapper): POD_NAME and POD_NAMESPACE make it
+	// act as in its pod (its Events, its sessions' Lease).
+	Env []string
 }
 
 // CCM is a running CCM replica.
@@ -87,6 +91,9 @@ func (cp *ControlPlane) StartCCM(ctx context.Context, o CCMOptions) (*CCM, error
 	}
 	args = append(args, o.Args...)
 	wrapper := o.Wrapper
+	if len(o.Env) > 0 {
+		wrapper = append(append(append([]string{}, wrapper...), "env"), o.Env...)
+	}
 	if o.NetNS != "" {
 		wrapper = append([]string{"nsenter", "--net=" + filepath.Join("/run/netns", o.NetNS), "--"}, wrapper...)
 	}

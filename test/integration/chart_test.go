@@ -194,7 +194,9 @@ func checkRendered(t *testing.T, objs []*unstructured.Unstructured, wantRules, w
 
 // checkWitness: the agents' one write, the L2 witness Lease, comes with L2
 // only: a Lease the chart makes, a Role that allows get and update of that
-// name alone, and the flag that names it.
+// name alone, and the flag that names it. No Role lets the agents create
+// or patch Leases by any name: in the release's namespace (kube-system)
+// that would let every node write the leader-election Leases there.
 func checkWitness(t *testing.T, objs []*unstructured.Unstructured, l2 bool) {
 	t.Helper()
 	const lease = "metal-ccm-l2-witness"
@@ -203,6 +205,8 @@ func checkWitness(t *testing.T, objs []*unstructured.Unstructured, l2 bool) {
 		switch {
 		case o.GetKind() == "Lease" && o.GetName() == lease:
 			leases++
+		case o.GetKind() == "Role" && o.GetName() == agentName+":sessions":
+			t.Errorf("Role %s: the agents may not write Leases by any name", o.GetName())
 		case o.GetKind() == "Role" && strings.HasPrefix(o.GetName(), agentName+":l2-witness"):
 			roles++
 			var r rbacv1.Role

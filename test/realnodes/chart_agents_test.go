@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -119,6 +120,17 @@ func TestChartNodeAgentsOnRealNodes(t *testing.T) {
 			t.Errorf("node %s: NetworkUnavailable reason %q, want RouteCreated (the route controller's)", n.Name, c.Reason)
 		}
 	}
+
+	t.Run("kubectl metal-ccm status shows the pods and the leader", func(t *testing.T) {
+		// The leader's identity is its hostname: in this lab the host's,
+		// which names no node (the kubelets' --hostname-override), so the
+		// pod that leads may show as "?". The agents publish no sessions.
+		cp.WaitStatus(t, []string{"-n", chartNamespace},
+			`(?m)^Leader: +\S+_`,
+			`(?m)^  `+regexp.QuoteMeta(ccmPod.Name)+` +`+regexp.QuoteMeta(cpNode.Name)+` +yes +\d+ +(yes|\?)$`,
+			`(?m)^Node agents: +2 pods, 2 Ready$`,
+			`(?m)^  not published: the node agents do not publish their sessions`)
+	})
 
 	t.Run("pod on the worker from the control-plane node's pod network", func(t *testing.T) {
 		ns := framework.NewNamespace(t, client, framework.NamespaceName(t), framework.ReleaseServices(30*time.Second))
