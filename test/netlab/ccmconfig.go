@@ -18,6 +18,10 @@ func (l *Lab) CloudConfig(i int, pool4, pool6 string) string {
 // CloudConfigFrom is CloudConfig with the sessions' source addresses given:
 // a node's (NodeAddr) for a CCM that runs on a node's network.
 func (l *Lab) CloudConfigFrom(local4, local6 netip.Addr, pool4, pool6 string) string {
+	bfd := ""
+	if l.Opts.BFD {
+		bfd = "\n    " + LeafSpineBFD
+	}
 	return fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
 kind: CloudConfig
 loadBalancer:
@@ -30,14 +34,14 @@ bgp:
   - address: %s
     asn: %d
     localAddress: %s
-    holdTime: 9s
+    holdTime: 9s%s
   - address: %q
     asn: %d
     localAddress: %q
-    holdTime: 9s
+    holdTime: 9s%s
 `, pool4, pool6, l.Opts.SpeakerASN,
-		RouterAddr(IPv4), l.Opts.RouterASN, local4,
-		RouterAddr(IPv6), l.Opts.RouterASN, local6)
+		RouterAddr(IPv4), l.Opts.RouterASN, local4, bfd,
+		RouterAddr(IPv6), l.Opts.RouterASN, local6, bfd)
 }
 
 // RequireRoute waits up to 20 s until the router's kernel has exactly these
