@@ -570,9 +570,8 @@ func medianMax(ds []time.Duration) string {
 	if len(ds) == 0 {
 		return "n/a"
 	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return fmt.Sprintf("%s / %s", s[(len(s)-1)/2].Round(10*time.Millisecond), s[len(s)-1].Round(10*time.Millisecond))
+	med, maxTook := medianAndMax(ds)
+	return fmt.Sprintf("%s / %s", med.Round(10*time.Millisecond), maxTook.Round(10*time.Millisecond))
 }
 
 // cleanNodeNamespace removes from a lab node namespace what a real node

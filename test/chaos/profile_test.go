@@ -33,6 +33,10 @@ type profile struct {
 	// size. The largest only in the full profile: 30 agents on a 2-core
 	// machine is a load test, not make test's.
 	l2Sizes []int
+	// agentPowerOffs are node power-offs with node agents and BFD, in
+	// turn in each rack; agentRollingRounds, rolling updates of the FRR
+	// ToR's rack's agents.
+	agentPowerOffs, agentRollingRounds int
 	// outsideServices have their status rewritten outsideRewrites times to
 	// an address in no pool.
 	outsideServices, outsideRewrites int
@@ -41,10 +45,10 @@ type profile struct {
 var profiles = map[string]profile{
 	"short": {name: "short", stormServices: 60, kills: 3, apiServices: 40, apiRestarts: 1,
 		routeServices: 30, routerRestarts: 1, flaps: 1, cutServices: 10, powerOffs: 1, bmcPowerOffs: 1, bmcUnreachable: 1, l2Faults: 1, l2Sizes: []int{10},
-		outsideServices: 10, outsideRewrites: 5},
+		outsideServices: 10, outsideRewrites: 5, agentPowerOffs: 2, agentRollingRounds: 2},
 	"full": {name: "full", stormServices: 1000, kills: 20, apiServices: 300, apiRestarts: 2,
 		routeServices: 500, routerRestarts: 3, flaps: 5, cutServices: 50, powerOffs: 10, powerOffsNoChecks: 2, bmcPowerOffs: 3, bmcUnreachable: 2, l2Faults: 10, l2Sizes: []int{10, 30},
-		outsideServices: 100, outsideRewrites: 20},
+		outsideServices: 100, outsideRewrites: 20, agentPowerOffs: 10, agentRollingRounds: 5},
 }
 
 // errProfile refuses an unknown CHAOS_PROFILE.

@@ -38,7 +38,7 @@ var (
 
 // faultOrder is the order of the table's rows, by the start of their fault.
 var faultOrder = []string{"SIGKILL", "SIGTERM", "kube-apiserver", "router", "BGP", "follower", "leader", "config reload: a new", "config reload: an invalid",
-	"node power-off (", "node power-off,", "machine powered off through its BMC", "BMC unreachable", "kubelet frozen", "L2: the answering node's agent", "L2: the answering node powered", "L2: the answering node cut",
+	"node power-off (", "node power-off,", "node agent rolling", "machine powered off through its BMC", "BMC unreachable", "kubelet frozen", "L2: the answering node's agent", "L2: the answering node powered", "L2: the answering node cut",
 	"L2: the answering node's kube-proxy", "L2: failback", "L2: rogue", "out-of-pool"}
 
 func rank(fault string) int {

@@ -44,9 +44,10 @@ func TestLeafSpineNodeAgents(t *testing.T) {
 		tors [2]netlab.RouterKind
 		bfd  bool
 	}{
-		// BFD on every node session: BIRD's bfd protocol.
+		// BFD on every node session: BIRD's bfd protocol, and FRR's bfdd
+		// on ToR 1's listen-range peer groups.
 		{"BIRD ToRs", [2]netlab.RouterKind{netlab.RouterBIRD, netlab.RouterBIRD}, true},
-		{"ToR 1 FRR", [2]netlab.RouterKind{netlab.RouterBIRD, netlab.RouterFRR}, false},
+		{"ToR 1 FRR", [2]netlab.RouterKind{netlab.RouterBIRD, netlab.RouterFRR}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			testLeafSpineNodeAgents(t, netlab.LeafSpineOptions{TorRouter: tc.tors, BFD: tc.bfd})
@@ -114,7 +115,8 @@ func testLeafSpineNodeAgents(t *testing.T, opts netlab.LeafSpineOptions) {
 		defer cancel()
 		if err := ls.WaitRoute(wctx, router, p, hops); err != nil {
 			r, _, _ := ls.Route(router, p)
-			t.Fatalf("%s: route %s: want next hops %v, has %v: %v", router, p, hops, r.NextHops, err)
+			bfd, _ := ls.BFDStates(router)
+			t.Fatalf("%s: route %s: want next hops %v, has %v: %v; BFD %v\n%s", router, p, hops, r.NextHops, err, bfd, ls.RouterLogs())
 		}
 	}
 	for _, vip := range vips {
@@ -231,6 +233,15 @@ func testLeafSpineNodeAgents(t *testing.T, opts netlab.LeafSpineOptions) {
 		a.Process = proc
 		wait(ls.Tors[1], p, ls.NodeAddrs(netlab.IPv4, 1)...)
 		wait(ls.Spine, p, netlab.LeafSpineTorUplinkAddr(netlab.IPv4, 0), netlab.LeafSpineTorUplinkAddr(netlab.IPv4, 1))
+		if opts.BFD {
+			// The restarted agent's BFD sessions (new discriminators) come
+			// up at the ToR again; the next subtest checks they stay up.
+			bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			if err := ls.WaitBFDUp(bctx, ls.Tors[1], netlab.LeafSpineNodeAddr(netlab.IPv4, 1, 0), netlab.LeafSpineNodeAddr(netlab.IPv6, 1, 0)); err != nil {
+				t.Fatalf("ToR 1: BFD sessions with the restarted agent's node not up: %v\n%s", err, ls.RouterLogs())
+			}
+		}
 	})
 
 	t.Run("BFD: sessions up, a powered-off node's paths leave its ToR in about a second", func(t *testing.T) {
@@ -283,6 +294,15 @@ func testLeafSpineNodeAgents(t *testing.T, opts netlab.LeafSpineOptions) {
 			t.Fatal(err)
 		}
 		wait(ls.Tors[1], p, ls.NodeAddrs(netlab.IPv4, 1)...)
+		// No other session failed meanwhile: a session that comes up and
+		// fails again (the router counting its detection time on an
+		// interval the agent does not send at) resets the BGP session,
+		// and the agent logs it.
+		for i, other := range agents {
+			if i != k && other.LogContains("BFD session failed") {
+				t.Errorf("agent of %s: a BFD session failed though its node stayed up:\n%s", nodes[i].name, other.LogTail(30))
+			}
+		}
 	})
 
 	t.Run("Local narrows to the node with an endpoint", func(t *testing.T) {

@@ -87,6 +87,13 @@ bfd
 exit
 `
 
+// lsFRRBfddDebug comes before lsFRRBfddConfig in the lab: a failing test's
+// router log then says which sessions bfdd made and deleted, and which
+// packets it could not match to one.
+const lsFRRBfddDebug = `debug bfd peer
+debug bfd network
+`
+
 // frrTorConfig renders lsFRRTorTemplate for ToR r.
 func (ls *LeafSpine) frrTorConfig(r int) (string, error) {
 	o := &ls.Opts

@@ -32,7 +32,7 @@ func (ls *LeafSpine) torRouterConfig(r int) routerConfig {
 		sessions: 2, // bgpd is ready with its two spine sessions
 	}
 	if ls.Opts.BFD {
-		cfg.bfdd = func() string { return lsFRRBfddConfig }
+		cfg.bfdd = func() string { return lsFRRBfddDebug + lsFRRBfddConfig }
 	}
 	return cfg
 }

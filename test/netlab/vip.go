@@ -46,6 +46,18 @@ const maxLoopErrors = 5
 // StartRequests starts requesting VIPURL(vip) from the client namespace in
 // a loop. It runs until Stop, or until the lab closes.
 func (l *Lab) StartRequests(vip netip.Addr) *RequestLoop {
+	return startRequests(l.ClientGet, l.addCloser, vip)
+}
+
+// StartRequests starts requesting VIPURL(vip) from the leaf-spine lab's
+// client (behind the spine) in a loop, as Lab.StartRequests.
+func (ls *LeafSpine) StartRequests(vip netip.Addr) *RequestLoop {
+	return startRequests(ls.ClientGet, ls.AddCloser, vip)
+}
+
+// startRequests runs a RequestLoop with get, stopped by addCloser's lab
+// closing too.
+func startRequests(get func(context.Context, string) (string, error), addCloser func(func()) error, vip netip.Addr) *RequestLoop {
 	r := &RequestLoop{stop: make(chan struct{})}
 	url := VIPURL(vip)
 	r.wg.Go(func() {
@@ -56,7 +68,7 @@ func (l *Lab) StartRequests(vip netip.Addr) *RequestLoop {
 			default:
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			if _, err := l.ClientGet(ctx, url); err != nil {
+			if _, err := get(ctx, url); err != nil {
 				r.failed.Add(1)
 				r.mu.Lock()
 				if len(r.firstErrs) < maxLoopErrors {
@@ -70,7 +82,7 @@ func (l *Lab) StartRequests(vip netip.Addr) *RequestLoop {
 		}
 	})
 	// A lab already closed stops the loop at once.
-	_ = l.addCloser(func() { r.Stop() })
+	_ = addCloser(func() { r.Stop() })
 	return r
 }
 

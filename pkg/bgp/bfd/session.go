@@ -126,14 +126,30 @@ func (s *Session) Run(ctx context.Context) {
 			s.send(false)
 			send.Reset(s.jitter())
 		case <-detect.C:
+			// A Detection Time without packets: the remote system's
+			// discriminator is forgotten in any state (RFC 5880 section
+			// 6.8.1), so that a remote system that restarted with a new
+			// one, and waits to hear from this one, is not sent the old
+			// one for ever (it takes no packet with an unknown Your
+			// Discriminator).
+			s.remoteDiscr = 0
 			if st := s.State(); st == Init || st == Up {
 				s.diag = diagTimeExpired
-				s.remoteDiscr = 0
 				s.set(Down, false)
 			}
 		case p := <-s.rx:
+			interval := s.txInterval()
 			if s.handle(p) {
 				detect.Reset(s.detectionTime())
+			}
+			if s.txInterval() != interval {
+				// The remote system changed its Required Min RX
+				// Interval (a Poll, RFC 5880 section 6.8.3): it counts
+				// its detection time on the new one from now on, so
+				// the next packet is timed on it too, not on the old
+				// one (FRR, going Up, lowers 1 s to the profile's
+				// 300 ms and expects a packet within 900 ms).
+				send.Reset(s.jitter())
 			}
 		}
 	}
@@ -148,8 +164,8 @@ func (s *Session) receive(p packet) {
 	}
 }
 
-// handle applies p (RFC 5880 section 6.8.6) and reports whether the
-// detection timer runs again.
+// handle applies p (RFC 5880 section 6.8.6) and reports whether it was
+// taken (not in AdminDown): the detection timer then runs again.
 func (s *Session) handle(p packet) bool {
 	s.remoteDiscr = p.myDiscr
 	s.remoteMinRx = time.Duration(p.requiredMinRx) * time.Microsecond
@@ -176,8 +192,7 @@ func (s *Session) handle(p packet) bool {
 	if p.poll {
 		s.send(true)
 	}
-	st = s.State()
-	return st == Init || st == Up
+	return true
 }
 
 func (s *Session) set(to State, remoteAdmin bool) {
@@ -201,11 +216,16 @@ func (s *Session) detectionTime() time.Duration {
 	return time.Duration(s.remoteMult) * max(s.cfg.MinRx, s.remoteDesiredTx)
 }
 
+// txInterval is the agreed interval of this system's packets: the larger
+// of its Desired Min TX Interval and the remote's Required Min RX Interval
+// (RFC 5880 section 6.8.7).
+func (s *Session) txInterval() time.Duration { return max(s.cfg.MinTx, s.remoteMinRx) }
+
 // jitter is the time to the next packet: the agreed interval less 0 to
 // 25 % (at most 90 % of it with a Detect Mult of 1; RFC 5880 section
 // 6.8.7).
 func (s *Session) jitter() time.Duration {
-	interval := max(s.cfg.MinTx, s.remoteMinRx)
+	interval := s.txInterval()
 	least, spread := 0, 26 // less 0 to 25 %
 	if s.cfg.Multiplier == 1 {
 		least, spread = 10, 16 // less 10 to 25 %

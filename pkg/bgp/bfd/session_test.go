@@ -135,6 +135,17 @@ func (r *remote) send(p packet) {
 	}
 }
 
+// drain drops the packets the session sent so far.
+func (r *remote) drain() {
+	buf := make([]byte, 512)
+	for {
+		_ = r.conn.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+		if _, err := r.conn.Read(buf); err != nil {
+			return
+		}
+	}
+}
+
 // next is the next packet from the session that matches ok.
 func (r *remote) next(ok func(packet) bool) packet {
 	r.t.Helper()
@@ -206,4 +217,77 @@ func TestSingleHopTTL(t *testing.T) {
 	if st := s.State(); st != Down {
 		t.Errorf("state %s after packets with TTL 254, want down", st)
 	}
+}
+
+// TestRemoteLowersRequiredMinRx: a remote system that, going Up, lowers
+// its Required Min RX Interval with a Poll (FRR: from 1 s while down to
+// its profile's interval) gets packets at the new interval at once, not
+// after one more packet at the old one: it counts its detection time on
+// the new interval from the Poll on. Here the old interval is a minute, so
+// a session still on it sends nothing within the wait.
+func TestRemoteLowersRequiredMinRx(t *testing.T) {
+	r := newRemote(t, 255)
+	s := New(Config{Local: addrA, Peer: addrB, MinRx: 50 * time.Millisecond, MinTx: 50 * time.Millisecond, Multiplier: 3}, logr.Discard(), nil)
+	start(t, s)
+	first := r.next(func(packet) bool { return true })
+	const mine = 5151
+	// A minute while coming up; a long Desired Min TX keeps this
+	// session's detection time past the test.
+	r.send(packet{state: Down, mult: 3, myDiscr: mine, desiredMinTx: 10_000_000, requiredMinRx: 60_000_000})
+	waitState(t, s, Init)
+	r.send(packet{state: Up, poll: true, mult: 3, myDiscr: mine, yourDiscr: first.myDiscr, desiredMinTx: 10_000_000, requiredMinRx: 60_000_000})
+	waitState(t, s, Up)
+	// A packet timed on the session's own 50 ms before it heard of the
+	// minute goes out meanwhile (no wait on it: the test only fails the
+	// less for a slow machine); the rest are a minute away.
+	time.Sleep(300 * time.Millisecond)
+	r.drain()
+	r.send(packet{state: Up, poll: true, mult: 3, myDiscr: mine, yourDiscr: first.myDiscr, desiredMinTx: 10_000_000, requiredMinRx: 50_000})
+	r.next(func(p packet) bool { return p.final })
+	for range 3 {
+		r.next(func(p packet) bool { return p.state == Up && !p.final })
+	}
+}
+
+// TestRemoteRestarts: the remote system restarts with a new discriminator,
+// first telling (Down with Your Discriminator 0), then after taking its
+// session down on purpose and going silent, as a router does when its BGP
+// session's neighbour is deleted and made again; the session comes up
+// with the new discriminator each time. After the silence it sends Your
+// Discriminator 0 (RFC 5880 section 6.8.1): a remote system takes no
+// packet with a discriminator it does not know, so one that waits to hear
+// first would never come up while the old one is sent.
+func TestRemoteRestarts(t *testing.T) {
+	r := newRemote(t, 255)
+	var ev events
+	s := New(Config{Local: addrA, Peer: addrB, MinRx: 50 * time.Millisecond, MinTx: 50 * time.Millisecond, Multiplier: 3}, logr.Discard(), ev.add)
+	start(t, s)
+	first := r.next(func(packet) bool { return true })
+	// up brings the session up with the remote's discriminator discr from
+	// Down (packets with a long Desired Min TX: no detection time passes).
+	up := func(discr uint32) {
+		t.Helper()
+		r.send(packet{state: Down, mult: 3, myDiscr: discr, desiredMinTx: 10_000_000, requiredMinRx: 50_000})
+		waitState(t, s, Init)
+		if p := r.next(func(p packet) bool { return p.state == Init }); p.yourDiscr != discr {
+			t.Fatalf("Init packet %+v, want your discriminator %d", p, discr)
+		}
+		r.send(packet{state: Up, mult: 3, myDiscr: discr, yourDiscr: first.myDiscr, desiredMinTx: 10_000_000, requiredMinRx: 50_000})
+		waitState(t, s, Up)
+	}
+	up(1001)
+	// Restart, telling: Down from a new discriminator, which knows none
+	// of this session's yet.
+	r.send(packet{state: Down, mult: 3, myDiscr: 2002, desiredMinTx: 10_000_000, requiredMinRx: 50_000})
+	waitState(t, s, Down)
+	if e, _ := ev.last(); e.From != Up || e.RemoteAdminDown || e.Diagnostic != diagNeighborDown {
+		t.Errorf("the remote restarted: %+v, want Up to Down, neighbor signaled down", e)
+	}
+	up(2002)
+	// AdminDown, then silence: the session goes down, and after the
+	// detection time its packets carry no discriminator of the remote.
+	r.send(packet{state: AdminDown, diag: diagAdminDown, mult: 3, myDiscr: 2002, yourDiscr: first.myDiscr, desiredMinTx: 50_000, requiredMinRx: 50_000})
+	waitState(t, s, Down)
+	r.next(func(p packet) bool { return p.state == Down && p.yourDiscr == 0 })
+	up(3003)
 }
