@@ -28,6 +28,10 @@ BINARIES="etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kub
 # Helm, for the chart's test and the generated manifests (its own tools module).
 "$root/hack/build-helm.sh"
 
+# MetalLB's released controller and CRDs, for the migration e2e test (its own
+# tools module; minutes when cold, then skipped by its stamp).
+"$root/hack/build-metallb.sh"
+
 # This repository's binaries, stamped with VERSION and the commit (--version),
 # without the symbol table and DWARF (-s -w) as the image's are: the node
 # agent's size is a goal (docs/performance.md, scenario 0b), and panics and
