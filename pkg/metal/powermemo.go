@@ -25,14 +25,20 @@ const (
 	// powerMinAge is how long an answer is reused when the source has no
 	// cache age of its own (powerstate.Cached).
 	powerMinAge = time.Second
+	// staleAfter, in cache ages, is when the last answer stops standing in
+	// for the one being asked for: a node asked about all along is asked
+	// again every cache age, so its last answer is younger than that plus
+	// one question; an older one is treated as no answer.
+	staleAfter = 3
 )
 
 // powerMemo asks the power-state source in the background and remembers its
 // last answer about each node, so that a caller (the node lifecycle
 // controller, out-of-service, fencing) gets an answer at once: the one of
 // the last question, while a new question is out once that answer is
-// older than the source's cache age; for a node never asked, the answer of
-// a question that takes at most powerWait, else ErrAnswerPending. The
+// older than the source's cache age; for a node never asked, or whose last
+// answer is older than staleAfter cache ages, the answer of a question
+// that takes at most powerWait, else ErrAnswerPending. The
 // source is asked once per node at a time and at most once per cache age,
 // however many callers ask, which also bounds the cost of reading a
 // machine's settings and files.
@@ -80,10 +86,14 @@ func (p *powerMemo) Shutdown(ctx context.Context, m powerstate.Machine) (bool, e
 		e.out = make(chan struct{})
 		go p.ask(e, m)
 	}
-	out, have, off, err := e.out, e.have, e.off, e.err
+	out, off, err := e.out, e.off, e.err
+	// The last answer stands while the next one comes, unless it is older
+	// than a few cache ages: nobody asked meanwhile (the node was Ready),
+	// and an old Off is no evidence about a machine powered on since.
+	recent := e.have && p.now().Sub(e.at) < staleAfter*p.maxAge
 	p.mu.Unlock()
-	if have {
-		return off, err // the last answer, while the next one comes
+	if recent {
+		return off, err
 	}
 	t := time.NewTimer(powerWait)
 	defer t.Stop()

@@ -137,4 +137,27 @@ func TestPowerMemo(t *testing.T) {
 	if err != nil || src.count() != asked+1 {
 		t.Errorf("after forget: %v, %d questions (was %d); want one more", err, src.count(), asked)
 	}
+
+	// An Off asked long ago (the node was Ready since, nobody asked) is no
+	// evidence: pending while the new question is out, never that Off.
+	z := memoMachine("z")
+	src.mu.Lock()
+	src.off, src.release = true, nil
+	src.mu.Unlock()
+	off, err = p.Shutdown(ctx, z)
+	for deadline := time.Now().Add(10 * time.Second); errors.Is(err, ErrAnswerPending) && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+		off, err = p.Shutdown(ctx, z)
+	}
+	if err != nil || !off {
+		t.Fatalf("z's first question: %v, %v; want off", off, err)
+	}
+	now = now.Add(staleAfter * p.maxAge)
+	src.mu.Lock()
+	src.off, src.release = false, make(chan struct{})
+	src.mu.Unlock()
+	if off, err := p.Shutdown(ctx, z); off || !errors.Is(err, ErrAnswerPending) {
+		t.Errorf("an answer %d cache ages old: %v, %v; want pending, not the old Off", staleAfter, off, err)
+	}
+	close(src.release)
 }
