@@ -13,7 +13,6 @@ import (
 
 	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/images"
-	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
 
 // beforeEnv runs TestPowerOffWithoutSource: it waits more than 5 minutes
@@ -39,23 +38,12 @@ func TestPowerOffWithoutSource(t *testing.T) {
 	if err := framework.BMCAvailable(); err != nil {
 		t.Skip(err)
 	}
-	lab := netlab.New(t, netlab.Options{Nodes: 3, Speakers: 1})
+	bm := startBMCMachines(t, "before")
+	nodes, bmcs := bm.nodes, bm.bmcs
 	ctx := context.Background()
-	archives, pauseRef := testImages(t)
-
-	nodes := make([]*framework.RealNode, len(lab.Nodes))
-	bmcs := map[string]*framework.BMC{}
 	var inventory strings.Builder
-	for i := range lab.Nodes {
-		name := fmt.Sprintf("before%d", i)
-		t.Cleanup(func() { _ = client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-		nodes[i] = cp.StartRealNode(ctx, t, framework.RealNodeOptions{
-			Name: name, NetNS: lab.Nodes[i], NodeIPs: labNodeIPs(lab, i),
-			Images: archives, SandboxImage: pauseRef,
-		})
-		m := framework.NewMachine(nodes[i], func(up bool) error { return lab.SetNodeLink(i, up) })
-		bmcs[name] = m.AttachBMC(t)
-		fmt.Fprintf(&inventory, "  - name: %s\n", name)
+	for _, n := range nodes {
+		fmt.Fprintf(&inventory, "  - name: %s\n", n.Name)
 	}
 	cfg := writeConfig(t, fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
 kind: CloudConfig

@@ -40,27 +40,14 @@ func TestPowerOffThroughBMC(t *testing.T) {
 	if err := framework.BMCAvailable(); err != nil {
 		t.Skip(err)
 	}
-	// No router work here: one speaker address, no pools, no routes.
-	lab := netlab.New(t, netlab.Options{Nodes: 3, Speakers: 1})
+	bm := startBMCMachines(t, "bmc")
+	nodes, machines, bmcs := bm.nodes, bm.machines, bm.bmcs
 	ctx := context.Background()
-	archives, pauseRef := testImages(t)
-
-	nodes := make([]*framework.RealNode, len(lab.Nodes))
-	machines := map[string]*framework.Machine{}
-	bmcs := map[string]*framework.BMC{}
 	var inventory strings.Builder
-	for i := range lab.Nodes {
-		name := fmt.Sprintf("bmc%d", i)
-		t.Cleanup(func() { _ = client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-		nodes[i] = cp.StartRealNode(ctx, t, framework.RealNodeOptions{
-			Name: name, NetNS: lab.Nodes[i], NodeIPs: labNodeIPs(lab, i),
-			Images: archives, SandboxImage: pauseRef,
-		})
-		m := framework.NewMachine(nodes[i], func(up bool) error { return lab.SetNodeLink(i, up) })
-		b := m.AttachBMC(t)
-		machines[name], bmcs[name] = m, b
+	for _, n := range nodes {
+		b := bmcs[n.Name]
 		fmt.Fprintf(&inventory, "  - name: %s\n    powerState: {address: %q, usernameFile: %q, passwordFile: %q}\n",
-			name, b.Addr, b.UserFile, b.PasswordFile)
+			n.Name, b.Addr, b.UserFile, b.PasswordFile)
 	}
 	cfg := writeConfig(t, fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
 kind: CloudConfig
@@ -127,4 +114,33 @@ nodes:
 	if !t.Failed() {
 		fl.twoOfThree(t)
 	}
+}
+
+// bmcMachines are three real nodes of a lab, NAME0 to NAME2, each a machine
+// with a real IPMI BMC (power off: its link down, its daemons frozen).
+type bmcMachines struct {
+	nodes    []*framework.RealNode
+	machines map[string]*framework.Machine
+	bmcs     map[string]*framework.BMC
+}
+
+// startBMCMachines starts them; the nodes are deleted when the test ends.
+func startBMCMachines(t *testing.T, prefix string) *bmcMachines {
+	t.Helper()
+	// No router work here: one speaker address, no pools, no routes.
+	lab := netlab.New(t, netlab.Options{Nodes: 3, Speakers: 1})
+	archives, pauseRef := testImages(t)
+	bm := &bmcMachines{nodes: make([]*framework.RealNode, len(lab.Nodes)),
+		machines: map[string]*framework.Machine{}, bmcs: map[string]*framework.BMC{}}
+	for i := range lab.Nodes {
+		name := fmt.Sprintf("%s%d", prefix, i)
+		t.Cleanup(func() { _ = client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		bm.nodes[i] = cp.StartRealNode(context.Background(), t, framework.RealNodeOptions{
+			Name: name, NetNS: lab.Nodes[i], NodeIPs: labNodeIPs(lab, i),
+			Images: archives, SandboxImage: pauseRef,
+		})
+		m := framework.NewMachine(bm.nodes[i], func(up bool) error { return lab.SetNodeLink(i, up) })
+		bm.machines[name], bm.bmcs[name] = m, m.AttachBMC(t)
+	}
+	return bm
 }
