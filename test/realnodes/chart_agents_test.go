@@ -309,24 +309,57 @@ func upgradeApplies(t *testing.T, lab *netlab.Lab, ref string, nodes []string) {
 	v6 := lab.NodeAddrs(netlab.IPv6)
 	upgradeChart(t, ref, agentsCloudConfigWith(added, false), values)
 	waitSessions(t, lab, v6, false)
+	// Each agent back and ready with the first change before the second:
+	// an agent whose container is still in the kubelet's back-off when
+	// the second change lands starts with the final config and has
+	// nothing to restart for.
+	waitRestarted(t, nodes, before, 1)
 	upgradeChart(t, ref, agentsCloudConfigWith(added, true), values)
 	waitSessions(t, lab, v6, true)
-	// The kubelet reports a container's restart in the pod's status at
-	// its next sync of the pod.
+	now := waitRestarted(t, nodes, before, 2)
+	t.Logf("helm upgrade: the added pool's %s announced from every node without a restart; the IPv6 peer removed and added again, each agent restarted by itself (restarts %v, were %v)", vip, now, before)
+}
+
+// waitRestarted waits until each node's agent has restarted n more times
+// than before and its container is ready again, within 2 minutes (an agent
+// restarts after a random wait of up to 15 s, its container after the
+// kubelet's back-off, and the kubelet reports a restart at its next sync
+// of the pod).
+func waitRestarted(t *testing.T, nodes []string, before map[string]int32, n int32) map[string]int32 {
+	t.Helper()
 	var now map[string]int32
-	restarted := func() bool {
-		now = agentRestarts(t)
-		for _, n := range nodes {
-			if now[n] < before[n]+2 {
-				return false
+	var ready map[string]bool
+	done := func(context.Context) (bool, error) {
+		now, ready = agentRestarts(t), agentsReady(t)
+		for _, node := range nodes {
+			if now[node] < before[node]+n || !ready[node] {
+				return false, nil
 			}
 		}
-		return true
+		return true, nil
 	}
-	if wait.PollUntilContextTimeout(context.Background(), time.Second, time.Minute, true, func(context.Context) (bool, error) { return restarted(), nil }) != nil {
-		t.Errorf("agents' container restarts across two restart-only changes: %v, were %v; want 2 more each", now, before)
+	if wait.PollUntilContextTimeout(context.Background(), time.Second, 2*time.Minute, true, done) != nil {
+		t.Fatalf("agents' container restarts %v (ready %v), were %v; want %d more each, ready", now, ready, before, n)
 	}
-	t.Logf("helm upgrade: the added pool's %s announced from every node without a restart; the IPv6 peer removed and added again, each agent restarted by itself (restarts %v, were %v)", vip, now, before)
+	return now
+}
+
+// agentsReady says, by node, whether the agent's containers are all ready.
+func agentsReady(t *testing.T) map[string]bool {
+	t.Helper()
+	l, err := client.CoreV1().Pods(chartNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + agentName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, p := range l.Items {
+		ok := len(p.Status.ContainerStatuses) > 0
+		for _, c := range p.Status.ContainerStatuses {
+			ok = ok && c.Ready
+		}
+		out[p.Spec.NodeName] = ok
+	}
+	return out
 }
 
 // agentRestarts are the agents' container restart counts, by node.
