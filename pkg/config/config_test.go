@@ -43,7 +43,7 @@ func TestDefaults(t *testing.T) {
 				Discovery:           Discovery{Policy: DiscoveryAccept},
 				PowerState:          defaultPowerState(),
 			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: DefaultMaxPathsPerAddress, OnStop: StopAuto, AnnounceFrom: AnnounceFromReplicas},
-				HealthChecks: defaultHealthChecks(), L2: L2{MemberlistPort: DefaultMemberlistPort}, ServiceStatus: defaultServiceStatus()},
+				HealthChecks: defaultHealthChecks(), L2: L2{MemberlistPort: DefaultMemberlistPort, Failback: DefaultFailback}, ServiceStatus: defaultServiceStatus()},
 		},
 		{
 			name: "machine id and instance type",
@@ -57,7 +57,7 @@ func TestDefaults(t *testing.T) {
 					{Name: "n2", ID: "rack1-2", InstanceType: "big"},
 				},
 			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: DefaultMaxPathsPerAddress, OnStop: StopAuto, AnnounceFrom: AnnounceFromReplicas},
-				HealthChecks: defaultHealthChecks(), L2: L2{MemberlistPort: DefaultMemberlistPort}, ServiceStatus: defaultServiceStatus()},
+				HealthChecks: defaultHealthChecks(), L2: L2{MemberlistPort: DefaultMemberlistPort, Failback: DefaultFailback}, ServiceStatus: defaultServiceStatus()},
 		},
 		{
 			name: "explicit values are kept",
@@ -67,7 +67,7 @@ func TestDefaults(t *testing.T) {
 				Discovery:           Discovery{Policy: DiscoveryReject},
 				PowerState:          defaultPowerState(),
 			}, Routes: Routes{NextHopAddressType: "InternalIP"}, BGP: BGP{MaxPathsPerAddress: DefaultMaxPathsPerAddress, OnStop: StopAuto, AnnounceFrom: AnnounceFromReplicas},
-				HealthChecks: defaultHealthChecks(), L2: L2{MemberlistPort: DefaultMemberlistPort}, ServiceStatus: defaultServiceStatus()},
+				HealthChecks: defaultHealthChecks(), L2: L2{MemberlistPort: DefaultMemberlistPort, Failback: DefaultFailback}, ServiceStatus: defaultServiceStatus()},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -255,8 +255,10 @@ healthChecks: {enabled: false}
 l2:
   interfaces: ["", eth0, eth0, a-very-long-interface-name, "a/b"]
   nodeSelector: {matchExpressions: [{key: l2, operator: Sometimes}]}
+  failback: Never
 `,
 			want: []string{
+				`l2.failback: Unsupported value: "Never": supported values: "Rebalance", "Sticky"`,
 				`loadBalancer.pools[0].announce[1]: Unsupported value: "ARP": supported values: "BGP", "L2"`,
 				`loadBalancer.pools[0].announce[2]: Duplicate value: "L2"`,
 				`l2.interfaces[0]: Invalid value: "": must not be empty`,
@@ -630,6 +632,9 @@ l2:
 	}
 	if c.L2.MemberlistPort != DefaultMemberlistPort {
 		t.Errorf("l2.memberlistPort = %d, want the default %d", c.L2.MemberlistPort, DefaultMemberlistPort)
+	}
+	if c.L2.Failback != FailbackRebalance {
+		t.Errorf("l2.failback = %q, want the default %q", c.L2.Failback, FailbackRebalance)
 	}
 }
 

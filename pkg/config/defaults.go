@@ -22,6 +22,7 @@ const (
 	DefaultStopMode           = StopAuto
 	DefaultAnnounceFrom       = AnnounceFromReplicas
 	DefaultMemberlistPort     = 7946
+	DefaultFailback           = FailbackRebalance
 
 	DefaultHealthCheckPort      = 10256
 	DefaultHealthCheckInterval  = time.Second
@@ -99,6 +100,9 @@ func (c *CloudConfig) Default() {
 	}
 	if c.L2.MemberlistPort == 0 {
 		c.L2.MemberlistPort = DefaultMemberlistPort
+	}
+	if c.L2.Failback == "" {
+		c.L2.Failback = DefaultFailback
 	}
 	if c.BGP.AnnounceFrom == "" {
 		c.BGP.AnnounceFrom = DefaultAnnounceFrom

@@ -64,8 +64,10 @@ var RestartFields = []RestartField{
 		Restarts: Replicas | Agents, value: func(c *CloudConfig) any { return c.Routes }},
 	{Path: "healthChecks", Note: "Applies at the next restart.",
 		Restarts: Replicas, value: func(c *CloudConfig) any { return c.HealthChecks }},
-	{Path: "l2", Note: "Applies at the next restart of the node agents and the replicas (the L2 observer).",
-		Restarts: Replicas | Agents, value: func(c *CloudConfig) any { return c.L2 }},
+	{Path: "l2", Note: "Applies at the next restart of the node agents and the replicas (the L2 observer), except failback, which only the node agents read.",
+		Restarts: Replicas | Agents, value: func(c *CloudConfig) any { l := c.L2; l.Failback = ""; return l }},
+	{Path: "l2.failback", Note: "Applies at the next restart of the node agents.",
+		Restarts: Agents, value: func(c *CloudConfig) any { return c.L2.Failback }},
 }
 
 // ChangedAtRestart are the RestartFields whose value differs between the

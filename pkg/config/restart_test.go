@@ -58,6 +58,9 @@ func TestRestartsOf(t *testing.T) {
 	}{
 		{"a new pool", restartDoc("", ""), restartDoc(poolB, ""), nil, []string{"loadBalancer.pools[].addresses", "loadBalancer.pools[].announce"}},
 		{"the l2 section", restartDoc("", ""), restartDoc("", "l2:\n  interfaces: [eth1]\n"), []string{"l2"}, []string{"l2"}},
+		// Only the agents read it: the replicas' observer follows what the
+		// agents gossip.
+		{"l2 failback", restartDoc("", ""), restartDoc("", "l2:\n  failback: Sticky\n"), nil, []string{"l2.failback"}},
 		{"health checks", restartDoc("", ""), restartDoc("", "healthChecks:\n  enabled: false\n"), []string{"healthChecks"}, nil},
 		{"the inventory", restartDoc("", ""), restartDoc("", "nodes:\n  inventory: [{name: n1}]\n"), nil, nil},
 	} {

@@ -244,7 +244,28 @@ type L2 struct {
 	// part, and only the binding of members to Nodes stands in its way
 	// (docs/l2.md). Default: false.
 	InsecureMembership bool `json:"insecureMembership,omitempty"`
+	// Failback is what happens to an address when a node that would be
+	// its first choice comes (back): Rebalance gives it to that node, so
+	// that the addresses spread evenly again, and the connections open
+	// through the node that answered meanwhile are reset; Sticky leaves it
+	// with the node that answers until that node fails, so that no
+	// connection is cut, and the addresses spread only as nodes fail
+	// (docs/l2.md, "Failback"). Default: Rebalance.
+	Failback Failback `json:"failback,omitempty"`
 }
+
+// Failback is what happens to an L2 address when a node that would be its
+// first choice comes (back).
+type Failback string
+
+const (
+	// FailbackRebalance: the address moves to the node rendezvous hashing
+	// picks among those that can answer.
+	FailbackRebalance Failback = "Rebalance"
+	// FailbackSticky: the address stays with the node that answers it
+	// while that node can.
+	FailbackSticky Failback = "Sticky"
+)
 
 // BGP configures the embedded speaker. Without peers nothing is announced.
 type BGP struct {

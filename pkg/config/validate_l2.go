@@ -57,8 +57,13 @@ func (l *L2) validate(p *field.Path) field.ErrorList {
 	if l.MemberlistPort == 0 {
 		errs = append(errs, field.Invalid(p.Child("memberlistPort"), l.MemberlistPort, fmt.Sprintf("must be from 1 to %d", 65535)))
 	}
+	if !slices.Contains(failbacks, l.Failback) {
+		errs = append(errs, field.NotSupported(p.Child("failback"), l.Failback, failbacks))
+	}
 	return errs
 }
+
+var failbacks = []Failback{FailbackRebalance, FailbackSticky}
 
 // validateKey asks for the membership's key once a pool is announced with
 // L2: without one, any process that reaches a node's memberlist port can

@@ -164,3 +164,14 @@ func (c *L2Cluster) WaitAnswers(t testing.TB, vip netip.Addr) {
 		t.Fatalf("%s does not answer the client ten times in a row: %v", vip, err)
 	}
 }
+
+// CloudConfig is the path of the config file the CCM and the agents read:
+// a test that rewrites it changes the config as a user would.
+func (c *L2Cluster) CloudConfig() string { return c.opts.CloudConfig }
+
+// AgentReady reports whether node i's agent answers ready on its status
+// port (read with curl in the node's namespace).
+func (c *L2Cluster) AgentReady(ctx context.Context, i int) bool {
+	_, err := c.NodeRun(ctx, i, "curl", "-sf", "--max-time", "2", "http://127.0.0.1:10263/readyz")
+	return err == nil
+}

@@ -32,7 +32,9 @@ const l2Failover = 3 * time.Second
 // that node's agent is killed, or its link goes down ("power off"),
 // another node answers and requests succeed again within l2Failover; the
 // CCM shows the answering node on the Service; with
-// externalTrafficPolicy Local the answering node moves with the endpoint.
+// externalTrafficPolicy Local the answering node moves with the endpoint;
+// with l2.failback Sticky an address stays with the node that took it
+// over when its owner comes back (stickyFailback).
 func TestL2OnRealNodes(t *testing.T) {
 	lab := startL2RealNodes(t)
 	ctx := context.Background()
@@ -184,6 +186,10 @@ func TestL2OnRealNodes(t *testing.T) {
 			t.Logf("the endpoint %s on %s: %s answered by %s after %s", pods[0].Name, name, vip, name, took.Round(time.Millisecond))
 			waitL2Annotation(t, ns, "local", map[netip.Addr]string{vip: name})
 		}
+	})
+
+	t.Run(fmt.Sprintf("Sticky failback: the address stays with the node that took it over (%s)", vips[0]), func(t *testing.T) {
+		stickyFailback(t, lab, ns, vips[0])
 	})
 }
 

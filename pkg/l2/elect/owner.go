@@ -63,7 +63,9 @@ type Choice struct {
 // and falls silent, so two nodes answer for one address only until the
 // membership has told the majority side and the cut-off agent, both within
 // the detection time. An address that a bound member reports in conflict
-// with a host outside the cluster has no owner.
+// with a host outside the cluster has no owner. With l2.failback Sticky
+// the agents tell the addresses they answer for (member.Fitness.Holds),
+// and a fit candidate that holds an address keeps it (held).
 func Choose(v View) Choice {
 	bound := Bound(v.Alive, v.Expected)
 	names := make([]string, len(bound))
@@ -97,7 +99,7 @@ func Choose(v View) Choice {
 			// the clients between them.
 			continue
 		}
-		owner, ok := rendezvous.Owner(p, fit(p.Addr(), hops, live))
+		owner, ok := rendezvous.Owner(p, held(p.Addr(), fit(p.Addr(), hops, live), live))
 		if !ok {
 			continue
 		}
@@ -146,6 +148,28 @@ func fit(addr netip.Addr, hops []netip.Addr, live map[netip.Addr]member.Fitness)
 		return up
 	}
 	return serving
+}
+
+// held are the hops (fit candidates of addr) whose agent says it answers
+// for addr, when any does, else all of them: with l2.failback Sticky an
+// address stays with the node that took it over while that node can
+// carry it, rather than going back to the first by hashing when that
+// one returns (which would cut the connections through the address).
+// Two holders for a moment (a takeover not yet told by the one that
+// lost it) are settled by hashing among them. The rule reads only what
+// the members say, so agents configured either way during a rollout
+// still agree.
+func held(addr netip.Addr, hops []netip.Addr, live map[netip.Addr]member.Fitness) []netip.Addr {
+	var out []netip.Addr
+	for _, h := range hops {
+		if live[h].Held(addr) {
+			out = append(out, h)
+		}
+	}
+	if len(out) == 0 {
+		return hops
+	}
+	return out
 }
 
 // Bound are the members that count: each named as an expected node,

@@ -67,9 +67,9 @@ func encodeConflicts(b []byte, f Fitness) ([]byte, error) {
 
 // decodeConflicts reads what encodeConflicts wrote at the start of b; what
 // follows (a later version's fields) is left.
-func decodeConflicts(b []byte) ([]net.HardwareAddr, []Conflict, error) {
+func decodeConflicts(b []byte) ([]net.HardwareAddr, []Conflict, []byte, error) {
 	if len(b) < 1 || len(b) < 1+6*int(b[0]) {
-		return nil, nil, fmt.Errorf("%w: MACs cut short", errMeta)
+		return nil, nil, nil, fmt.Errorf("%w: MACs cut short", errMeta)
 	}
 	var macs []net.HardwareAddr
 	for i := range int(b[0]) {
@@ -77,19 +77,19 @@ func decodeConflicts(b []byte) ([]net.HardwareAddr, []Conflict, error) {
 	}
 	rest := b[1+6*int(b[0]):]
 	if len(rest) < 1 {
-		return nil, nil, fmt.Errorf("%w: conflicts missing", errMeta)
+		return nil, nil, nil, fmt.Errorf("%w: conflicts missing", errMeta)
 	}
 	n := int(rest[0])
 	rest = rest[1:]
 	var out []Conflict
 	for range n {
 		if len(rest) < 1 || (rest[0] != 4 && rest[0] != 16) || len(rest) < 2+int(rest[0]) {
-			return nil, nil, fmt.Errorf("%w: conflict %d of %d", errMeta, len(out)+1, n)
+			return nil, nil, nil, fmt.Errorf("%w: conflict %d of %d", errMeta, len(out)+1, n)
 		}
 		a, _ := netip.AddrFromSlice(rest[1 : 1+rest[0]])
 		rest = rest[1+rest[0]:]
 		if (rest[0] != 0 && rest[0] != 6) || len(rest) < 1+int(rest[0]) {
-			return nil, nil, fmt.Errorf("%w: conflict %d of %d: MAC", errMeta, len(out)+1, n)
+			return nil, nil, nil, fmt.Errorf("%w: conflict %d of %d: MAC", errMeta, len(out)+1, n)
 		}
 		c := Conflict{Addr: a}
 		if rest[0] == 6 {
@@ -98,5 +98,5 @@ func decodeConflicts(b []byte) ([]net.HardwareAddr, []Conflict, error) {
 		rest = rest[1+rest[0]:]
 		out = append(out, c)
 	}
-	return macs, out, nil
+	return macs, out, rest, nil
 }

@@ -39,6 +39,10 @@ type Fitness struct {
 	// (pkg/l2/witness). Others read it only to show who answers: an agent
 	// counts its own vote from its own Lease, never from its gossip.
 	Witness bool
+	// Holds are the L2 addresses the agent answers for, told only with
+	// l2.failback Sticky (holds.go): the others then leave them with it
+	// while it can carry them. Sorted.
+	Holds []netip.Addr
 }
 
 // Fit is the fitness of a member that says nothing of it (an agent of an
@@ -61,7 +65,13 @@ func (f Fitness) Serves(addr netip.Addr) bool {
 // Equal reports whether f and o say the same.
 func (f Fitness) Equal(o Fitness) bool {
 	return f.Forwards == o.Forwards && f.AnyAddress == o.AnyAddress && f.Witness == o.Witness && slices.Equal(f.Reach, o.Reach) &&
-		slices.EqualFunc(f.MACs, o.MACs, func(a, b net.HardwareAddr) bool { return bytes.Equal(a, b) }) && slices.EqualFunc(f.Conflicts, o.Conflicts, Conflict.Equal)
+		slices.EqualFunc(f.MACs, o.MACs, func(a, b net.HardwareAddr) bool { return bytes.Equal(a, b) }) && slices.EqualFunc(f.Conflicts, o.Conflicts, Conflict.Equal) && slices.Equal(f.Holds, o.Holds)
+}
+
+// Held reports whether the member says it answers for addr.
+func (f Fitness) Held(addr netip.Addr) bool {
+	_, ok := slices.BinarySearchFunc(f.Holds, addr.Unmap(), netip.Addr.Compare)
+	return ok
 }
 
 func (f Fitness) String() string {
@@ -75,6 +85,9 @@ func (f Fitness) String() string {
 	}
 	if f.Witness {
 		out += " witness"
+	}
+	if len(f.Holds) > 0 {
+		out += fmt.Sprintf(" holds=%v", f.Holds)
 	}
 	return out
 }

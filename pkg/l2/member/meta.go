@@ -13,11 +13,12 @@ import (
 //	version (1) | role (1) | address count (1) | count × (length 4 or 16, address)
 //	version 2 appends: fitness (encodeFitness)
 //	version 3 appends: MACs and conflicts (encodeConflicts)
+//	version 4 appends: the addresses held (encodeHolds)
 //
 // A later version only appends fields, so a reader takes the fields it
 // knows from any version at least its own: agents of two releases can run
 // side by side during a rolling update.
-const metaVersion = 3
+const metaVersion = 4
 
 // role is what a member is in the election.
 type role byte
@@ -52,17 +53,23 @@ func (m meta) encode() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Over memberlist's cap, the conflicts give way first, then the MACs:
-	// what the agent says of its node's fitness must get through, and a
+	// Over memberlist's cap, the addresses held give way first (they are
+	// left to rendezvous hashing), then the conflicts, then the MACs: what
+	// the agent says of its node's fitness must get through, and a
 	// conflict not reported is still not answered by this node.
 	f := m.fitness
 	for {
 		all, err := encodeConflicts(b, f)
+		if err == nil {
+			all, err = encodeHolds(all, f.Holds)
+		}
 		switch {
 		case err != nil:
 			return nil, err
 		case len(all) <= memberlist.MetaMaxSize:
 			return all, nil
+		case len(f.Holds) > 0:
+			f.Holds = f.Holds[:len(f.Holds)-1]
 		case len(f.Conflicts) > 0:
 			f.Conflicts = f.Conflicts[:len(f.Conflicts)-1]
 		case len(f.MACs) > 0:
@@ -99,7 +106,12 @@ func decodeMeta(b []byte) (meta, error) {
 		return meta{}, err
 	}
 	if b[0] >= 3 {
-		if f.MACs, f.Conflicts, err = decodeConflicts(rest); err != nil {
+		if f.MACs, f.Conflicts, rest, err = decodeConflicts(rest); err != nil {
+			return meta{}, err
+		}
+	}
+	if b[0] >= 4 {
+		if f.Holds, err = decodeHolds(rest); err != nil {
 			return meta{}, err
 		}
 	}

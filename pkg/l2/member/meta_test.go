@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
 )
 
@@ -16,6 +17,8 @@ func TestMetaRoundTrip(t *testing.T) {
 			Reach: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24"), netip.MustParsePrefix("2001:db8::/64")}}},
 		{role: roleAgent, fitness: Fitness{AnyAddress: true}},
 		{role: roleAgent, fitness: Fitness{Forwards: true, Witness: true}},
+		{role: roleAgent, fitness: Fitness{Forwards: true, Holds: []netip.Addr{netip.MustParseAddr("198.18.100.1"), netip.MustParseAddr("198.18.100.7"),
+			netip.MustParseAddr("2001:db8:100::1")}}},
 	} {
 		b, err := m.encode()
 		if err != nil {
@@ -44,6 +47,35 @@ func TestMetaVersion1(t *testing.T) {
 	got, err := decodeMeta([]byte{1, byte(roleAgent), 1, 4, 198, 18, 0, 13})
 	if err != nil || !got.fitness.Equal(Fit) || fmt.Sprint(got.addresses) != "[198.18.0.13]" {
 		t.Errorf("version 1 metadata decoded as %v, %v; want fit for every address", got, err)
+	}
+}
+
+// TestMetaHoldsGiveWay: over memberlist's cap, the addresses held are cut
+// from the end first, and the fitness, MACs and conflicts still go through.
+func TestMetaHoldsGiveWay(t *testing.T) {
+	var holds []netip.Addr
+	for i := range 200 {
+		holds = append(holds, netip.AddrFrom4([4]byte{198, 18, 100, byte(i)}))
+	}
+	f := Fitness{Forwards: true, Reach: []netip.Prefix{netip.MustParsePrefix("198.18.100.0/24")}, Holds: holds,
+		Conflicts: []Conflict{{Addr: netip.MustParseAddr("198.18.100.250")}}}
+	b, err := meta{role: roleAgent, addresses: []netip.Addr{netip.MustParseAddr("198.18.0.11")}, fitness: f}.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeMeta(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(got.fitness.Holds)
+	if n == 0 || n == len(holds) || len(b) > 512 {
+		t.Fatalf("%d of %d held addresses in %d bytes; want some cut to fit 512", n, len(holds), len(b))
+	}
+	if !slices.Equal(got.fitness.Holds, holds[:n]) || !got.fitness.Forwards || len(got.fitness.Conflicts) != 1 {
+		t.Errorf("decoded %v; want the fitness, the conflict and the first %d held addresses", got.fitness, n)
+	}
+	if !got.fitness.Held(holds[0]) || got.fitness.Held(holds[n]) {
+		t.Errorf("Held: %v first, %v past the cut", got.fitness.Held(holds[0]), got.fitness.Held(holds[n]))
 	}
 }
 

@@ -48,6 +48,10 @@ type agent struct {
 	fitness   *fitness
 	conflicts *conflicts
 	witness   *witness.Witness // nil: none
+	// holds: with l2.failback Sticky, this agent tells the addresses it
+	// has answered for a while, and the others leave them with it
+	// (elect.Choose); nil with Rebalance.
+	holds *holds
 
 	// For status and metrics, written by decide.
 	answering atomic.Int64
@@ -104,6 +108,11 @@ func (Protocol) Agent(ctx context.Context, cfg *config.CloudConfig, env protocol
 		},
 		cg.setFitness)
 	a.fitness.stale = env.ViewStale
+	if l2cfg.Failback == config.FailbackSticky {
+		a.holds = newHolds(cg.setHolds, func(err error) {
+			logger(ctx).V(2).Info("Gossiping the addresses this node answers for", "err", err)
+		})
+	}
 	if env.L2Witness != nil {
 		a.witness, a.watch.Witness = env.L2Witness, env.L2Witness
 	}
@@ -137,6 +146,9 @@ func (a *agent) Run(ctx context.Context) {
 		go a.witness.Run(ctx)
 	}
 	a.answer(ctx)
+	if a.holds != nil {
+		a.holds.stop()
+	}
 	if err := a.members.Leave(leaveTimeout); err != nil {
 		logger.V(2).Info("Leaving the L2 membership", "err", err)
 	}
@@ -194,6 +206,13 @@ func (a *agent) decide(ctx context.Context, r elect.Round) {
 		if err != nil {
 			// SetAddresses answers for the others all the same.
 			logger.Error(err, "Cannot answer for every address")
+		}
+	}
+	if a.holds != nil {
+		// Told after answering: another agent that still holds one of
+		// them (a takeover it has not seen) gives way by hashing.
+		if err := a.holds.set(c.Mine); err != nil {
+			logger.V(2).Info("Gossiping the addresses this node answers for", "err", err)
 		}
 	}
 	a.answering.Store(int64(len(c.Mine)))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -40,6 +41,7 @@ type conflicts struct {
 	fitness member.Fitness // the last from fitness.go, without the fields below
 	mine    []net.HardwareAddr
 	held    []member.Conflict
+	holds   []netip.Addr    // the addresses it answers for, with l2.failback Sticky
 	sent    *member.Fitness // the last gossiped
 	macsErr string          // the last error of macs, logged once
 	over    bool            // more conflicts than reported, logged once
@@ -113,9 +115,18 @@ func (c *conflicts) setFitness(f member.Fitness) error {
 	return c.gossipLocked()
 }
 
+// setHolds is the agent's way to the membership with l2.failback Sticky:
+// the addresses it answers for (sorted).
+func (c *conflicts) setHolds(addrs []netip.Addr) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.holds = addrs
+	return c.gossipLocked()
+}
+
 func (c *conflicts) gossipLocked() error {
 	next := c.fitness
-	next.MACs, next.Conflicts = c.mine, c.held
+	next.MACs, next.Conflicts, next.Holds = c.mine, c.held, c.holds
 	if c.sent != nil && next.Equal(*c.sent) {
 		return nil
 	}

@@ -68,3 +68,33 @@ func TestConflictsGossip(t *testing.T) {
 		t.Error("a member gone for longer than peerMemory is still a peer")
 	}
 }
+
+// TestHoldsGossip: with l2.failback Sticky the metadata carries the
+// addresses the agent answers for beside the rest, sent again only when
+// they change.
+func TestHoldsGossip(t *testing.T) {
+	var sent []member.Fitness
+	c := newConflicts(func() ([]net.HardwareAddr, error) { return nil, nil },
+		func(f member.Fitness) error { sent = append(sent, f); return nil })
+	if err := c.setFitness(member.Fitness{Forwards: true}); err != nil {
+		t.Fatal(err)
+	}
+	held := []netip.Addr{netip.MustParseAddr("198.18.6.1"), netip.MustParseAddr("2001:db8:6::1")}
+	for range 2 {
+		if err := c.setHolds(held); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.setHolds(nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(sent) != 3 {
+		t.Fatalf("sent %d times: %v; want 3 (fitness, holds, none held)", len(sent), sent)
+	}
+	if got := sent[1]; !got.Forwards || !got.Held(held[0]) || !got.Held(held[1]) {
+		t.Errorf("metadata %v, want forwards and both addresses held", got)
+	}
+	if got := sent[2]; !got.Forwards || len(got.Holds) != 0 {
+		t.Errorf("metadata %v, want forwards and nothing held", got)
+	}
+}

@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 )
 
@@ -27,6 +29,36 @@ type reply struct {
 	// Client is the request's source address and port as the pod sees
 	// it: whether a Service preserved the client's address shows here.
 	Client string `json:"client"`
+}
+
+// maxSlow bounds a /slow answer.
+const maxSlow = 2 * time.Minute
+
+// slow answers /slow?seconds=N (at most maxSlow) with a line every 100 ms
+// for N seconds, each flushed: a long download, whose connection a test
+// watches through a failover. The last line is "done".
+func slow(w http.ResponseWriter, r *http.Request) {
+	seconds, err := strconv.Atoi(r.URL.Query().Get("seconds"))
+	if err != nil || seconds <= 0 || time.Duration(seconds)*time.Second > maxSlow {
+		http.Error(w, "seconds: want a whole number from 1 to 120", http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	flusher, _ := w.(http.Flusher)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for i := range seconds * 10 {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+		}
+		_, _ = fmt.Fprintf(w, "%d\n", i)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	_, _ = io.WriteString(w, "done\n")
 }
 
 // fetchTimeout bounds a /fetch request.
@@ -54,6 +86,7 @@ func newHandler(id identity) http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")
 	})
+	mux.HandleFunc("/slow", slow)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(reply{identity: id, Client: r.RemoteAddr})

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -108,6 +109,37 @@ func TestFetch(t *testing.T) {
 			}
 			if got.Pod != tc.wantPod {
 				t.Errorf("answered by %q, want %q", got.Pod, tc.wantPod)
+			}
+		})
+	}
+}
+
+// TestSlow: /slow?seconds=N answers ten lines a second for N seconds, then
+// "done"; a count out of range is refused.
+func TestSlow(t *testing.T) {
+	h := newHandler(identity{})
+	for _, tc := range []struct {
+		query  string
+		status int
+		lines  int
+	}{
+		{"seconds=1", http.StatusOK, 11},
+		{"seconds=0", http.StatusBadRequest, 0},
+		{"seconds=121", http.StatusBadRequest, 0},
+		{"seconds=x", http.StatusBadRequest, 0},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/slow?"+tc.query, nil))
+			if rec.Code != tc.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tc.status, rec.Body)
+			}
+			if tc.status != http.StatusOK {
+				return
+			}
+			lines := strings.Split(strings.TrimSuffix(rec.Body.String(), "\n"), "\n")
+			if len(lines) != tc.lines || lines[len(lines)-1] != "done" {
+				t.Errorf("%d lines ending %q, want %d ending \"done\"", len(lines), lines[len(lines)-1], tc.lines)
 			}
 		})
 	}

@@ -1,0 +1,123 @@
+package realnodes
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/metal-ccm/metal-ccm/test/netlab"
+)
+
+// stickyHold is how long the node that took an address over answers for
+// it before the test brings the old owner back: longer than the agents'
+// holdAfter (10 s), after which the address is held.
+const stickyHold = 13 * time.Second
+
+// stickyFailback sets l2.failback Sticky (the agents restarted together,
+// as a restart-only change restarts them), kills the agent that answers
+// for vip, starts a 30 s download and a request loop through the node
+// that takes over, restarts the killed agent once the takeover is held,
+// and checks that the address stays where it is: the client still
+// resolves it to the node that took over, the CCM shows that node, no
+// request fails and the download completes.
+func stickyFailback(t *testing.T, lab *netlab.L2Cluster, ns string, vip netip.Addr) {
+	path := lab.CloudConfig()
+	old, err := os.ReadFile(path) //nolint:gosec // the lab's own config file
+	if err != nil {
+		t.Fatal(err)
+	}
+	sticky := strings.Replace(string(old), "\nl2:\n", "\nl2:\n  failback: Sticky\n", 1)
+	if sticky == string(old) {
+		t.Fatalf("no l2 section in %s", path)
+	}
+	if err := os.WriteFile(path, []byte(sticky), 0o600); err != nil { //nolint:gosec // the lab's own config file
+		t.Fatal(err)
+	}
+	all := []int{0, 1, 2}
+	for _, i := range all {
+		lab.Agents[i].Stop(5 * time.Second)
+	}
+	for _, i := range all {
+		if err := lab.Agents[i].Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lab.WaitMembers(t, len(all), time.Minute)
+	owner := answering(t, lab, vip)
+	next := netlab.L2Owner(vip, slices.DeleteFunc(slices.Clone(all), func(i int) bool { return i == owner }))
+	t.Logf("with Sticky, %s answers for %s; %s would take it over", lab.RealNodes[owner].Name, vip, lab.RealNodes[next].Name)
+
+	lab.Agents[owner].Kill()
+	lab.WaitMAC(t, vip, next, 10*time.Second)
+	takeover := time.Now()
+	lab.WaitAnswers(t, vip)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	download := make(chan error, 1)
+	go func() {
+		body, err := lab.ClientGet(ctx, netlab.VIPURL(vip)+"slow?seconds=30")
+		if err == nil && !strings.HasSuffix(body, "done\n") {
+			err = errors.New("the answer ends before \"done\"")
+		}
+		download <- err
+	}()
+	loop := lab.StartFailoverLoop(vip)
+	// The wait is the agents' own timer (an address is held once answered
+	// for holdAfter), not an assertion on time.
+	time.Sleep(time.Until(takeover.Add(stickyHold)))
+	back := time.Now()
+	if err := lab.Agents[owner].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return lab.AgentReady(ctx, owner), nil
+	}); err != nil {
+		t.Fatalf("the agent of %s is not ready again: %v", lab.RealNodes[owner].Name, err)
+	}
+	lab.WaitMembers(t, len(all), 30*time.Second)
+	res := loop.StopAfter(3 * time.Second)
+	if n := res.Failed(takeover); n != 0 {
+		t.Errorf("%d of %d requests failed after the takeover, the agent of %s back meanwhile (first: %v)", n, len(res), lab.RealNodes[owner].Name, res.FirstError())
+	}
+	if now := answering(t, lab, vip); now != next {
+		t.Errorf("%s moved to %s when the agent of %s came back, want it left with %s", vip, lab.RealNodes[now].Name, lab.RealNodes[owner].Name, lab.RealNodes[next].Name)
+	}
+	waitL2Annotation(t, ns, "echo", map[netip.Addr]string{vip: lab.RealNodes[next].Name})
+	select {
+	case err := <-download:
+		if err != nil {
+			t.Errorf("the download through %s, started before the agent of %s came back: %v", lab.RealNodes[next].Name, lab.RealNodes[owner].Name, err)
+		}
+	case <-ctx.Done():
+		t.Errorf("the download through %s did not end", lab.RealNodes[next].Name)
+	}
+	t.Logf("the agent of %s back %s after the takeover: %s still answers for %s; %d requests, none failed after; the 30 s download completed",
+		lab.RealNodes[owner].Name, back.Sub(takeover).Round(time.Millisecond), lab.RealNodes[next].Name, vip, len(res))
+}
+
+// answering is the node (by index) whose MAC the client resolves vip to,
+// once it answers the client.
+func answering(t *testing.T, lab *netlab.L2Cluster, vip netip.Addr) int {
+	t.Helper()
+	lab.WaitAnswers(t, vip)
+	mac, _, _, err := lab.ClientNeighbor(vip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range lab.RealNodes {
+		if m, err := lab.NodeMAC(i); err == nil && bytes.Equal(m, mac) {
+			return i
+		}
+	}
+	t.Fatalf("the client resolves %s to %v, no node's MAC", vip, mac)
+	return -1
+}
