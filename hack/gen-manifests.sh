@@ -40,7 +40,9 @@ render configmap.yaml configmap.yaml
 render workload.yaml daemonset.yaml
 # The node agent (bgp.announceFrom: Nodes or L2 pools; off in the chart's
 # defaults), which may have CAP_NET_RAW (dropped at start without an L2 pool).
-render agent.yaml node-agent/agent.yaml --set agent.enabled=true
+# With it, the Role that lets it write its sessions' Lease and the
+# ValidatingAdmissionPolicy that limits that to its own Lease.
+render agent.yaml node-agent/agent.yaml --set agent.enabled=true --show-only templates/agent-sessions.yaml
 # The same for L2 pools (agent.l2=true), with the Lease of the two-node
 # witness and the right to update it.
-render agent.yaml node-agent/agent-l2.yaml --set agent.enabled=true --set agent.l2=true --show-only templates/l2witness.yaml
+render agent.yaml node-agent/agent-l2.yaml --set agent.enabled=true --set agent.l2=true --show-only templates/agent-sessions.yaml --show-only templates/l2witness.yaml

@@ -168,7 +168,7 @@ func (r *renderer) sessions(st *Status) {
 		case st.Config.BGPPeers == 0:
 			r.printf("  none (the config has no BGP peers)\n")
 		case st.Config.AnnounceFrom == "Nodes":
-			r.printf("  not published: the node agents do not publish their sessions (docs/node-agent.md); see their metrics\n")
+			r.printf("  none published yet (each node agent publishes its own within a minute of starting, from a pod with POD_NAME: docs/operating.md)\n")
 		default:
 			r.printf("  none published yet (each replica publishes its own within a minute of starting)\n")
 		}

@@ -107,3 +107,32 @@ func TestApplyBodyDecodes(t *testing.T) {
 		t.Error("a Lease without the annotation decodes")
 	}
 }
+
+// TestDecodeTrustsNameAndLabel: the writer shown is the one the Lease's
+// name and label say (what the agents' admission policy checks), not what
+// its annotation claims.
+func TestDecodeTrustsNameAndLabel(t *testing.T) {
+	for _, tc := range []struct {
+		name, label, role, pod string
+		wantRole, wantPod      string
+	}{
+		{name: "metal-ccm-sessions.agent-x", label: RoleAgent, role: RoleReplica, pod: "ccm-0", wantRole: RoleAgent, wantPod: "agent-x"},
+		{name: "metal-ccm-sessions.ccm-0", label: RoleReplica, role: RoleReplica, pod: "ccm-0", wantRole: RoleReplica, wantPod: "ccm-0"},
+		{name: "other", label: "", role: RoleReplica, pod: "ccm-0", wantRole: RoleReplica, wantPod: "ccm-0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lease := coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+				Name:        tc.name,
+				Labels:      map[string]string{LabelRole: tc.label},
+				Annotations: map[string]string{AnnotationState: `{"role":"` + tc.role + `","pod":"` + tc.pod + `","peers":[]}`},
+			}}
+			got, err := Decode(&lease)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Role != tc.wantRole || got.Pod != tc.wantPod {
+				t.Errorf("Decode: role %q, pod %q; want %q, %q", got.Role, got.Pod, tc.wantRole, tc.wantPod)
+			}
+		})
+	}
+}

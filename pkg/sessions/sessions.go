@@ -117,8 +117,14 @@ func Decode(lease *coordinationv1.Lease) (State, error) {
 	if err := json.Unmarshal([]byte(raw), &st); err != nil {
 		return State{}, fmt.Errorf("lease %s/%s: annotation %s: %w", lease.Namespace, lease.Name, AnnotationState, err)
 	}
-	if st.Role == "" {
-		st.Role = lease.Labels[LabelRole]
+	// The writer's role and pod are those of the Lease's label and name,
+	// which the node agents' admission policy checks (docs/deploy.md),
+	// not what the annotation says.
+	if role := lease.Labels[LabelRole]; role != "" {
+		st.Role = role
+	}
+	if pod, ok := strings.CutPrefix(lease.Name, namePrefix); ok && pod != "" {
+		st.Pod = pod
 	}
 	if lease.Spec.RenewTime != nil {
 		st.Written = lease.Spec.RenewTime.Time

@@ -49,8 +49,8 @@ healthChecks:
 }
 
 // agentKubeconfig applies the node agent's least-privilege identity as the
-// chart renders it (deploy/node-agent/agent.yaml: read Services, Nodes and
-// EndpointSlices, create Events; its DaemonSet stays unscheduled here, with
+// chart renders it (deploy/node-agent/agent-l2.yaml: read Services, Nodes and
+// EndpointSlices, the L2 witness; its DaemonSet stays unscheduled here, with
 // no kubelet and no DaemonSet controller) and returns a function that writes
 // a kubeconfig with its token for clients behind a relay.
 func agentKubeconfig(t *testing.T) (write func(relay *framework.Relay, path string) error) {

@@ -54,8 +54,10 @@ const NodeAgentName = "metal-node-agent"
 
 // NodeAgentToken applies the node agent's least-privilege identity as the
 // chart renders it (deploy/node-agent/agent-l2.yaml: read Services, Nodes and
-// EndpointSlices, get and update the L2 witness Lease; its DaemonSet stays unscheduled where no
-// DaemonSet controller runs), deleted when the test ends, and returns a
+// EndpointSlices, get and update the L2 witness Lease, write its own
+// sessions Lease, which the admission policy there allows only with a token
+// bound to its pod; its DaemonSet stays unscheduled where no DaemonSet
+// controller runs), deleted when the test ends, and returns a
 // token of its ServiceAccount.
 func (cp *ControlPlane) NodeAgentToken(t testing.TB) string {
 	t.Helper()

@@ -13,8 +13,9 @@ import (
 
 // nodeAgentManifest is the node agent's identity as the chart renders it
 // for L2 pools: its ServiceAccount, ClusterRole and binding, the L2
-// witness's Lease with the right to update it (and a DaemonSet that stays
-// unscheduled where no DaemonSet controller runs).
+// witness's Lease with the right to update it, the Role and admission
+// policy of its sessions Lease (and a DaemonSet that stays unscheduled
+// where no DaemonSet controller runs).
 func nodeAgentManifest() string {
 	return filepath.Join(RepoRoot(), "deploy", "node-agent", "agent-l2.yaml")
 }
@@ -25,7 +26,8 @@ const L2WitnessLease = "kube-system/metal-ccm-l2-witness"
 
 // CreateNodeAgentToken applies the node agent's least-privilege identity
 // (deploy/node-agent/agent-l2.yaml: read Services, Nodes and
-// EndpointSlices; get and update the L2 witness's Lease) and returns a token of its ServiceAccount valid for
+// EndpointSlices; get and update the L2 witness's Lease; its own sessions
+// Lease with a pod-bound token only) and returns a token of its ServiceAccount valid for
 // expiration, for agents started outside a test (make run). Nothing is
 // deleted afterwards: the identity goes with the control plane. A test
 // uses NodeAgentToken, which deletes it when the test ends.

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -148,6 +149,7 @@ func checkRendered(t *testing.T, objs []*unstructured.Unstructured, wantRules, w
 	var configMaps, workloads, clusterRoles int
 	l2 := renderedL2(t, objs)
 	checkWitness(t, objs, l2)
+	checkSessionsPolicy(t, objs)
 	checkDaemonSetRole(t, objs)
 	for _, o := range objs {
 		if isAgent(o) {
@@ -192,11 +194,9 @@ func checkRendered(t *testing.T, objs []*unstructured.Unstructured, wantRules, w
 	}
 }
 
-// checkWitness: the agents' one write, the L2 witness Lease, comes with L2
-// only: a Lease the chart makes, a Role that allows get and update of that
-// name alone, and the flag that names it. No Role lets the agents create
-// or patch Leases by any name: in the release's namespace (kube-system)
-// that would let every node write the leader-election Leases there.
+// checkWitness: the L2 witness Lease comes with L2 only: a Lease the chart
+// makes, a Role that allows get and update of that name alone, and the flag
+// that names it.
 func checkWitness(t *testing.T, objs []*unstructured.Unstructured, l2 bool) {
 	t.Helper()
 	const lease = "metal-ccm-l2-witness"
@@ -205,8 +205,6 @@ func checkWitness(t *testing.T, objs []*unstructured.Unstructured, l2 bool) {
 		switch {
 		case o.GetKind() == "Lease" && o.GetName() == lease:
 			leases++
-		case o.GetKind() == "Role" && o.GetName() == agentName+":sessions":
-			t.Errorf("Role %s: the agents may not write Leases by any name", o.GetName())
 		case o.GetKind() == "Role" && strings.HasPrefix(o.GetName(), agentName+":l2-witness"):
 			roles++
 			var r rbacv1.Role
@@ -233,6 +231,53 @@ func checkWitness(t *testing.T, objs []*unstructured.Unstructured, l2 bool) {
 	if leases != want || roles != want || flags != wantFlags {
 		t.Errorf("L2 %v: %d witness Leases, %d agent Roles, %d --l2-witness-lease flags in %d agent DaemonSets; want %d, %d and %d",
 			l2, leases, roles, flags, agents, want, want, wantFlags)
+	}
+}
+
+// checkSessionsPolicy: with the agents, the Role that lets them write
+// Leases (create and patch, which RBAC cannot limit to a pod's name) comes
+// with the ValidatingAdmissionPolicy and its Deny binding that limit them
+// to each agent's own sessions Lease (TestNodeAgentSessionsLeasePolicy
+// shows what the API server refuses); without the policy the Role would
+// let every node write the leader-election Leases of the namespace.
+func checkSessionsPolicy(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	var agents, roles, policies, bindings int
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "DaemonSet" && isAgent(o):
+			agents++
+		case o.GetKind() == "Role" && o.GetName() == agentName+":sessions":
+			roles++
+			var r rbacv1.Role
+			fromUnstructured(t, o, &r)
+			want := []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create", "patch"}}}
+			if !reflect.DeepEqual(r.Rules, want) {
+				t.Errorf("Role %s grants %v, want only %v", r.Name, r.Rules, want)
+			}
+		case o.GetKind() == "ValidatingAdmissionPolicy" && o.GetName() == agentLeasePolicy:
+			policies++
+			var p admissionregistrationv1.ValidatingAdmissionPolicy
+			fromUnstructured(t, o, &p)
+			if p.Spec.FailurePolicy == nil || *p.Spec.FailurePolicy != admissionregistrationv1.Fail {
+				t.Errorf("policy %s: failurePolicy %v, want Fail", p.Name, p.Spec.FailurePolicy)
+			}
+		case o.GetKind() == "ValidatingAdmissionPolicyBinding" && o.GetName() == agentLeasePolicy:
+			bindings++
+			var b admissionregistrationv1.ValidatingAdmissionPolicyBinding
+			fromUnstructured(t, o, &b)
+			if b.Spec.PolicyName != agentLeasePolicy || !slices.Equal(b.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) ||
+				b.Spec.MatchResources != nil {
+				t.Errorf("binding %s: %+v, want policy %s with Deny, on every namespace", b.Name, b.Spec, agentLeasePolicy)
+			}
+		}
+	}
+	want := 0
+	if agents > 0 {
+		want = 1
+	}
+	if roles != want || policies != want || bindings != want {
+		t.Errorf("%d agent DaemonSets: %d sessions Roles, %d policies %s and %d bindings; want %d of each", agents, roles, policies, agentLeasePolicy, bindings, want)
 	}
 }
 
@@ -571,6 +616,7 @@ func TestAgentManifestsL2(t *testing.T) {
 				checkAgent(t, o, wantAgentRules, true)
 			}
 			checkWitness(t, objs, l2)
+			checkSessionsPolicy(t, objs)
 			checkDaemonSetRole(t, objs)
 			if daemonSets != 1 {
 				t.Errorf("%s: %d DaemonSets, want 1", file, daemonSets)

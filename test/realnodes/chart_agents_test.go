@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"github.com/metal-ccm/metal-ccm/pkg/sessions"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/images"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
@@ -68,7 +69,10 @@ bgp:
 // turns Ready (its readiness probe: /readyz), and the CCM's route
 // controller, which reads the agents' pods, sets each node's
 // NetworkUnavailable to False; a pod on one node answers a request from
-// the other node's pod network through the router. No log has a refusal.
+// the other node's pod network through the router. Each agent publishes
+// its sessions in its own Lease, owned by its pod, through the chart's
+// admission policy (its token is the kubelet's, bound to its pod), and
+// kubectl metal-ccm status shows them established. No log has a refusal.
 func TestChartNodeAgentsOnRealNodes(t *testing.T) {
 	requireChartTools(t)
 	// The router peers with both nodes' own addresses: each agent dials
@@ -121,15 +125,36 @@ func TestChartNodeAgentsOnRealNodes(t *testing.T) {
 		}
 	}
 
-	t.Run("kubectl metal-ccm status shows the pods and the leader", func(t *testing.T) {
+	t.Run("kubectl metal-ccm status shows the pods, the leader and every agent's sessions", func(t *testing.T) {
 		// The leader's identity is its hostname: in this lab the host's,
 		// which names no node (the kubelets' --hostname-override), so the
-		// pod that leads may show as "?". The agents publish no sessions.
-		cp.WaitStatus(t, []string{"-n", chartNamespace},
+		// pod that leads may show as "?". Each agent publishes its
+		// sessions in its own Lease, which the chart's admission policy
+		// lets it write (its token bound to its pod).
+		want := []string{
 			`(?m)^Leader: +\S+_`,
-			`(?m)^  `+regexp.QuoteMeta(ccmPod.Name)+` +`+regexp.QuoteMeta(cpNode.Name)+` +yes +\d+ +(yes|\?)$`,
+			`(?m)^  ` + regexp.QuoteMeta(ccmPod.Name) + ` +` + regexp.QuoteMeta(cpNode.Name) + ` +yes +\d+ +(yes|\?)$`,
 			`(?m)^Node agents: +2 pods, 2 Ready$`,
-			`(?m)^  not published: the node agents do not publish their sessions`)
+			`(?m)^  node agents: 2 of 2 with every session established$`,
+		}
+		for _, p := range agents {
+			for _, f := range []netlab.Family{netlab.IPv4, netlab.IPv6} {
+				want = append(want, `(?m)^  agent/`+regexp.QuoteMeta(p.Name)+` +`+regexp.QuoteMeta(p.Spec.NodeName)+` +- +`+
+					regexp.QuoteMeta(netlab.RouterAddr(f).String())+` +established `)
+			}
+		}
+		cp.WaitStatus(t, []string{"-n", chartNamespace}, want...)
+		// Each agent's Lease is its pod's: the garbage collector deletes
+		// it with the pod.
+		for _, p := range agents {
+			l, err := client.CoordinationV1().Leases(chartNamespace).Get(ctx, sessions.LeaseName(p.Name), metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o := l.OwnerReferences; len(o) != 1 || o[0].Kind != "Pod" || o[0].UID != p.UID {
+				t.Errorf("Lease %s is owned by %+v, want the pod %s (%s)", l.Name, o, p.Name, p.UID)
+			}
+		}
 	})
 
 	t.Run("pod on the worker from the control-plane node's pod network", func(t *testing.T) {
