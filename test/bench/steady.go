@@ -105,7 +105,7 @@ func (e *env) steadyState(ctx context.Context, s *Scenario) error {
 			e.log.Error(err, "Metrics")
 		}
 	}
-	return nil
+	return e.restartReplica(ctx, s, scaled)
 }
 
 // idle waits SteadyIdle, sampling the CCM's RSS, and returns the highest.
