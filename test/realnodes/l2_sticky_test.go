@@ -16,11 +16,6 @@ import (
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
 
-// stickyHold is how long the node that took an address over answers for
-// it before the test brings the old owner back: longer than the agents'
-// holdAfter (10 s), after which the address is held.
-const stickyHold = 13 * time.Second
-
 // stickyFailback sets l2.failback Sticky (the agents restarted together,
 // as a restart-only change restarts them), kills the agent that answers
 // for vip, starts a 30 s download and a request loop through the node
@@ -51,10 +46,27 @@ func stickyFailback(t *testing.T, lab *netlab.L2Cluster, ns string, vip netip.Ad
 		}
 	}
 	lab.WaitMembers(t, len(all), time.Minute)
-	owner := answering(t, lab, vip)
+	// Every agent ready (its node's kube-proxy checked) and the agents'
+	// views settled: the address with its owner by hashing, as nobody has
+	// held it for holdAfter yet.
+	for _, i := range all {
+		if err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			return lab.AgentReady(ctx, i), nil
+		}); err != nil {
+			t.Fatalf("the agent of %s is not ready after the restart: %v", lab.RealNodes[i].Name, err)
+		}
+	}
+	owner := netlab.L2Owner(vip, all)
+	waitL2Annotation(t, ns, "echo", map[netip.Addr]string{vip: lab.RealNodes[owner].Name})
+	lab.WaitMAC(t, vip, owner, 30*time.Second)
+	if now := answering(t, lab, vip); now != owner {
+		t.Fatalf("%s answered by %s, want %s", vip, lab.RealNodes[now].Name, lab.RealNodes[owner].Name)
+	}
 	next := netlab.L2Owner(vip, slices.DeleteFunc(slices.Clone(all), func(i int) bool { return i == owner }))
 	t.Logf("with Sticky, %s answers for %s; %s would take it over", lab.RealNodes[owner].Name, vip, lab.RealNodes[next].Name)
 
+	holding := func() int { return holdLines(lab.Agents[next].Log(), vip) }
+	held := holding()
 	lab.Agents[owner].Kill()
 	lab.WaitMAC(t, vip, next, 10*time.Second)
 	takeover := time.Now()
@@ -71,9 +83,15 @@ func stickyFailback(t *testing.T, lab *netlab.L2Cluster, ns string, vip netip.Ad
 		download <- err
 	}()
 	loop := lab.StartFailoverLoop(vip)
-	// The wait is the agents' own timer (an address is held once answered
-	// for holdAfter), not an assertion on time.
-	time.Sleep(time.Until(takeover.Add(stickyHold)))
+	// The old owner comes back once the new one holds the address (it has
+	// answered for holdAfter, 10 s, and says so in its log and its
+	// membership metadata), and the metadata has had a moment to spread.
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return holding() > held, nil
+	}); err != nil {
+		t.Fatalf("the agent of %s never held %s: %v", lab.RealNodes[next].Name, vip, err)
+	}
+	time.Sleep(time.Second)
 	back := time.Now()
 	if err := lab.Agents[owner].Restart(); err != nil {
 		t.Fatal(err)
@@ -102,6 +120,17 @@ func stickyFailback(t *testing.T, lab *netlab.L2Cluster, ns string, vip netip.Ad
 	}
 	t.Logf("the agent of %s back %s after the takeover: %s still answers for %s; %d requests, none failed after; the 30 s download completed",
 		lab.RealNodes[owner].Name, back.Sub(takeover).Round(time.Millisecond), lab.RealNodes[next].Name, vip, len(res))
+}
+
+// holdLines counts the lines of an agent's log that say it holds vip.
+func holdLines(log string, vip netip.Addr) int {
+	n := 0
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "Holding the address") && strings.Contains(l, `address="`+vip.String()+`"`) {
+			n++
+		}
+	}
+	return n
 }
 
 // answering is the node (by index) whose MAC the client resolves vip to,

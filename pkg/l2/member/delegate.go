@@ -41,7 +41,15 @@ var _ memberlist.Delegate = (*metaDelegate)(nil)
 // calls them with its state locked, so they only log and never block.
 type events struct{ m *Members }
 
-func (e events) NotifyJoin(n *memberlist.Node)   { e.notify("Member joined", n) }
+func (e events) NotifyJoin(n *memberlist.Node) {
+	e.notify("Member joined", n)
+	if n.Name != e.m.name {
+		select {
+		case e.m.joined <- struct{}{}:
+		default:
+		}
+	}
+}
 func (e events) NotifyLeave(n *memberlist.Node)  { e.notify("Member gone", n) } // dead or left
 func (e events) NotifyUpdate(n *memberlist.Node) { e.notify("Member updated", n) }
 

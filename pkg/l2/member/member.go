@@ -76,6 +76,10 @@ type Members struct {
 	self    netip.AddrPort
 	name    string
 	changed chan struct{}
+	// joined is told, coalesced, when another member joins (reannounce);
+	// reannounced counts the announcements it made.
+	joined      chan struct{}
+	reannounced atomic.Int64
 	// local is the metadata memberlist holds for this member, as its events
 	// last told (SetFitness checks that an update was taken).
 	local atomic.Pointer[[]byte]
@@ -118,6 +122,7 @@ func Start(ctx context.Context, cfg Config) (*Members, error) {
 		name:    cfg.Name,
 		logger:  klog.FromContext(ctx).WithName("member"),
 		changed: make(chan struct{}, 1),
+		joined:  make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
 
@@ -147,6 +152,7 @@ func Start(ctx context.Context, cfg Config) (*Members, error) {
 	m.self = netip.AddrPortFrom(cfg.Bind.Addr(), uint16(c.BindPort)) //nolint:gosec // a port memberlist bound
 	if !cfg.Observer {
 		go m.watchReach(c.ProbeInterval, cfg.Timing.isolation())
+		go m.reannounce(ctx)
 	}
 	m.logger.V(2).Info("Membership started", "name", cfg.Name, "bind", m.self, "observer", cfg.Observer, "keys", len(cfg.Keys))
 	go func() {

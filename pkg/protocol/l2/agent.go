@@ -109,7 +109,7 @@ func (Protocol) Agent(ctx context.Context, cfg *config.CloudConfig, env protocol
 		cg.setFitness)
 	a.fitness.stale = env.ViewStale
 	if l2cfg.Failback == config.FailbackSticky {
-		a.holds = newHolds(cg.setHolds, func(err error) {
+		a.holds = newHolds(logger(ctx), cg.setHolds, func(err error) {
 			logger(ctx).V(2).Info("Gossiping the addresses this node answers for", "err", err)
 		})
 	}

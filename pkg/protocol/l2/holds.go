@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"k8s.io/klog/v2"
 )
 
 // holdAfter is how long an agent answers for an address before it tells
@@ -17,22 +19,37 @@ import (
 // restart) takes its addresses back as with Rebalance.
 const holdAfter = 10 * time.Second
 
+// holdGap is how long an address may go unanswered and still count as
+// answered since before: a moment without a majority (a member's flap in
+// the membership) does not start the count again.
+const holdGap = 2 * time.Second
+
+// answered is since when an address is answered, and whether it is now
+// (else since when it is not).
+type answered struct {
+	since, left time.Time
+	now         bool
+}
+
 // holds tells the membership which addresses this agent holds: those it
-// has answered for since at least holdAfter. Safe for concurrent use.
+// has answered for since at least holdAfter (gaps up to holdGap included).
+// Safe for concurrent use.
 type holds struct {
 	publish func([]netip.Addr) error
 	now     func() time.Time
 	// onError is told of a failed publish from the timer (a decide's
 	// caller gets the error itself).
 	onError func(error)
+	logger  klog.Logger
 
 	mu    sync.Mutex
-	since map[netip.Addr]time.Time // answered since
+	since map[netip.Addr]answered
 	timer *time.Timer
+	told  []netip.Addr // the last held addresses published
 }
 
-func newHolds(publish func([]netip.Addr) error, onError func(error)) *holds {
-	return &holds{publish: publish, now: time.Now, onError: onError, since: map[netip.Addr]time.Time{}}
+func newHolds(logger klog.Logger, publish func([]netip.Addr) error, onError func(error)) *holds {
+	return &holds{publish: publish, now: time.Now, onError: onError, logger: logger, since: map[netip.Addr]answered{}}
 }
 
 // set records the addresses the agent answers for now and tells those
@@ -41,15 +58,21 @@ func (h *holds) set(mine []netip.Addr) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := h.now()
-	for a := range h.since {
-		if !slices.Contains(mine, a) {
+	for a, e := range h.since {
+		switch {
+		case slices.Contains(mine, a):
+		case e.now:
+			h.since[a] = answered{since: e.since, left: now}
+		case now.Sub(e.left) > holdGap:
 			delete(h.since, a)
 		}
 	}
 	for _, a := range mine {
-		if _, ok := h.since[a]; !ok {
-			h.since[a] = now
+		e, ok := h.since[a]
+		if !ok || !e.now && now.Sub(e.left) > holdGap {
+			e.since = now
 		}
+		h.since[a] = answered{since: e.since, now: true}
 	}
 	return h.tellLocked(now)
 }
@@ -71,6 +94,12 @@ func (h *holds) tellLocked(now time.Time) error {
 			}
 		})
 	}
+	for _, a := range held {
+		if !slices.Contains(h.told, a) {
+			h.logger.Info("Holding the address: the others leave it here while this node can carry it (l2.failback Sticky)", "address", a)
+		}
+	}
+	h.told = held
 	return h.publish(held)
 }
 
@@ -79,8 +108,11 @@ func (h *holds) tellLocked(now time.Time) error {
 func (h *holds) heldLocked(now time.Time) ([]netip.Addr, time.Duration) {
 	var held []netip.Addr
 	var next time.Duration
-	for a, since := range h.since {
-		if wait := since.Add(holdAfter).Sub(now); wait > 0 {
+	for a, e := range h.since {
+		if !e.now {
+			continue
+		}
+		if wait := e.since.Add(holdAfter).Sub(now); wait > 0 {
 			if next == 0 || wait < next {
 				next = wait
 			}

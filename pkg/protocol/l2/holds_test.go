@@ -5,15 +5,17 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"k8s.io/klog/v2"
 )
 
 // TestHolds: an address is held once answered for holdAfter, no longer
 // once the agent stops answering for it, and held anew only holdAfter
-// after it answers again. The clock is the test's; the timer is not
+// after it answers again, unless it was unanswered for holdGap at most. The clock is the test's; the timer is not
 // waited for.
 func TestHolds(t *testing.T) {
 	var told [][]netip.Addr
-	h := newHolds(func(a []netip.Addr) error { told = append(told, a); return nil }, func(err error) { t.Error(err) })
+	h := newHolds(klog.Background(), func(a []netip.Addr) error { told = append(told, a); return nil }, func(err error) { t.Error(err) })
 	t.Cleanup(h.stop)
 	now := time.Unix(1000, 0)
 	h.now = func() time.Time { return now }
@@ -31,7 +33,10 @@ func TestHolds(t *testing.T) {
 		{"a given up", time.Second, []netip.Addr{b}, nil, holdAfter/2 - time.Second},
 		{"b held, a taken again", holdAfter, []netip.Addr{a, b}, []netip.Addr{b}, holdAfter},
 		{"both held", holdAfter, []netip.Addr{b, a}, []netip.Addr{a, b}, 0},
+		{"none answered for a moment", 0, nil, nil, 0},
+		{"both back within holdGap: still held", holdGap, []netip.Addr{a, b}, []netip.Addr{a, b}, 0},
 		{"none answered", 0, nil, nil, 0},
+		{"a back after more than holdGap: counted anew", holdGap + time.Millisecond, []netip.Addr{a}, nil, holdAfter},
 	} {
 		now = now.Add(step.after)
 		if err := h.set(step.mine); err != nil {
