@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/metal-ccm/metal-ccm/pkg/bgp"
+	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
@@ -196,6 +197,14 @@ func TestIPv6OnlyRealNodes(t *testing.T) {
 			seen[got.Node]++
 		}
 		t.Logf("http://[%s]:80/ answers from %v", vip, seen)
+		// Each agent checks its own kube-proxy at the node's IPv6 address
+		// and fails closed: its path above says the check passes.
+		for i, a := range agents {
+			want := fmt.Sprintf(`target="%s" state="healthy"`, netip.AddrPortFrom(addrs[i], config.DefaultHealthCheckPort))
+			if !a.LogContains(want) {
+				t.Errorf("%s never logged %s:\n%s", a.Name, want, a.LogTail(20))
+			}
+		}
 	})
 }
 
