@@ -39,6 +39,10 @@ func (p *BGPPeer) Selects(nodeLabels labels.Set) bool {
 	return p.nodeSelector == nil || p.nodeSelector.Matches(nodeLabels)
 }
 
+// LinkLocalAddr is the router's link-local address on the peer's
+// interface; invalid when unset (found on the link).
+func (p *BGPPeer) LinkLocalAddr() netip.Addr { return p.linkLocalAddress }
+
 // LocalAddr is the session's source address; invalid when unset.
 func (p *BGPPeer) LocalAddr() netip.Addr { return p.localAddress }
 

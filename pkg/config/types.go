@@ -313,15 +313,33 @@ const (
 // BGPPeer is one router.
 type BGPPeer struct {
 	// Name names the peer in loadBalancer.pools[].bgpAdvertisements[].peers:
-	// a DNS label, unique. Default: the address as written.
+	// a DNS label, unique. Default: the address as written, or the
+	// interface.
 	Name string `json:"name,omitempty"`
 	name string // Name, or the address: set by validation
 	// Labels are the peer's own labels, for the advertisements'
 	// peerSelector (for example role: edge). Default: none.
 	Labels map[string]string `json:"labels,omitempty"`
-	// Address is the router's IP address. Required.
-	Address string     `json:"address"`
+	// Address is the router's IP address. Required, unless interface is
+	// given (not both).
+	Address string     `json:"address,omitempty"`
 	address netip.Addr // Address, parsed by validation
+	// Interface names the link to the router (for example eth1) for a
+	// session between IPv6 link-local addresses (BGP unnumbered): the
+	// session carries IPv4 and IPv6 routes, the IPv4 ones with IPv6 next
+	// hops (extended next hop, RFC 8950, which the router must accept), and
+	// a node agent gives its own link-local address as next hop. The router
+	// is linkLocalAddress, else the router the kernel learned on the link
+	// from its Router Advertisements (the gateway of its "proto ra" routes,
+	// else the one neighbour entry flagged as a router), looked for until
+	// found (docs/leaf-spine.md, "Unnumbered"). Not with address,
+	// localAddress, ebgpMultihop or bfd. Default: none.
+	Interface string `json:"interface,omitempty"`
+	// LinkLocalAddress, with interface, is the router's IPv6 link-local
+	// address on that link (fe80::/10, without a zone). Default: found on
+	// the link as interface says.
+	LinkLocalAddress string     `json:"linkLocalAddress,omitempty"`
+	linkLocalAddress netip.Addr // LinkLocalAddress, parsed by validation
 	// ASN is the router's AS number. Required.
 	ASN uint32 `json:"asn"`
 	// Port is the router's BGP port. Default: 179.

@@ -27,6 +27,9 @@ func (b *BGP) validatePeerNames(p *field.Path) field.ErrorList {
 		peer.name = peer.Name
 		if peer.Name == "" {
 			peer.name = peer.Address
+			if peer.Address == "" {
+				peer.name = peer.Interface
+			}
 		} else {
 			for _, msg := range validation.IsDNS1123Label(peer.Name) {
 				errs = append(errs, field.Invalid(pp.Child("name"), peer.Name, msg))
