@@ -75,6 +75,8 @@ type PeerState struct {
 	// Name is the peer's name (Peer.Name).
 	Name    string
 	Address netip.Addr
+	// Interface is the link of a peer on an interface (Peer.Interface).
+	Interface string
 	// State is the BGP FSM state in lower case: "idle", "connect",
 	// "active", "opensent", "openconfirm" or StateEstablished.
 	State string
@@ -91,6 +93,16 @@ const StateEstablished = "established"
 
 // Established reports whether the session is up.
 func (p PeerState) Established() bool { return p.State == StateEstablished }
+
+// Where is the router as the status and the metrics name it: its address
+// (zoned on a link-local session), or the interface while the router there
+// is not known yet.
+func (p PeerState) Where() string {
+	if !p.Address.IsValid() {
+		return p.Interface
+	}
+	return p.Address.String()
+}
 
 // New validates cfg and returns a speaker that is not started yet.
 func New(cfg Config) (*Speaker, error) {
@@ -527,7 +539,7 @@ func (s *Speaker) PeerStates() []PeerState {
 				}
 			})
 		}
-		st.Name = p.Name
+		st.Name, st.Interface = p.Name, p.Interface
 		if i < len(sessions) {
 			st.BFD = bfdState(sessions[i])
 		}
