@@ -226,6 +226,11 @@ func (s *Speaker) startServer(ctx, watchCtx context.Context, logger logr.Logger,
 		if err := srv.WatchEvent(watchCtx, server.WatchEventMessageCallbacks{OnPeerUpdate: peerStateLogger(logger)}, server.WatchPeer()); err != nil {
 			return fmt.Errorf("watch session state: %w", err)
 		}
+		if p.Interface != "" {
+			// Before the session: a router that learns its unnumbered
+			// neighbours from Router Advertisements refuses it until then.
+			go advertiseSelf(watchCtx, logger, p.Interface)
+		}
 		nb, err := p.neighbor()
 		if err != nil {
 			// The router may not have advertised itself yet: the

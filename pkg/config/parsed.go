@@ -134,3 +134,10 @@ func (b *BGP) FromReplicas() bool { return len(b.Peers) > 0 && b.AnnounceFrom !=
 
 // InPools reports whether addr is in some pool, whatever its protocols.
 func (lb *LoadBalancer) InPools(addr netip.Addr) bool { return lb.PoolOf(addr) != nil }
+
+// HasInterfacePeer reports whether a peer is on an interface (a link-local
+// session): its speaker announces itself on that link, which takes
+// CAP_NET_RAW.
+func (b *BGP) HasInterfacePeer() bool {
+	return slices.ContainsFunc(b.Peers, func(p BGPPeer) bool { return p.Interface != "" })
+}

@@ -328,7 +328,10 @@ type BGPPeer struct {
 	// session between IPv6 link-local addresses (BGP unnumbered): the
 	// session carries IPv4 and IPv6 routes, the IPv4 ones with IPv6 next
 	// hops (extended next hop, RFC 8950, which the router must accept), and
-	// a node agent gives its own link-local address as next hop. The router
+	// a node agent gives its own link-local address as next hop. The
+	// speaker announces itself on the link with Router Advertisements of
+	// router lifetime 0, for routers that learn their unnumbered neighbours
+	// from them (FRR); that takes CAP_NET_RAW, which the chart grants. The router
 	// is linkLocalAddress, else the router the kernel learned on the link
 	// from its Router Advertisements (the gateway of its "proto ra" routes,
 	// else the one neighbour entry flagged as a router), looked for until

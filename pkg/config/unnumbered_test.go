@@ -69,6 +69,9 @@ func TestUnnumberedPeersAccepted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if !c.BGP.HasInterfacePeer() {
+				t.Error("HasInterfacePeer() = false")
+			}
 			p := &c.BGP.Peers[len(c.BGP.Peers)-1]
 			if p.PeerName() != tc.peerName || p.LinkLocalAddr() != tc.ll || p.Addr().IsValid() {
 				t.Errorf("peer %q link-local %v address %v, want %q %v and none", p.PeerName(), p.LinkLocalAddr(), p.Addr(), tc.peerName, tc.ll)
