@@ -310,6 +310,16 @@ const (
 	StopGracefulRestart StopMode = "GracefulRestart"
 )
 
+// DefaultGatewayFamily is the family of a peer's default route
+// (bgp.peers[].defaultGateway).
+type DefaultGatewayFamily string
+
+// The families of bgp.peers[].defaultGateway.
+const (
+	DefaultGatewayIPv4 DefaultGatewayFamily = "IPv4"
+	DefaultGatewayIPv6 DefaultGatewayFamily = "IPv6"
+)
+
 // BGPPeer is one router.
 type BGPPeer struct {
 	// Name names the peer in loadBalancer.pools[].bgpAdvertisements[].peers:
@@ -320,8 +330,8 @@ type BGPPeer struct {
 	// Labels are the peer's own labels, for the advertisements'
 	// peerSelector (for example role: edge). Default: none.
 	Labels map[string]string `json:"labels,omitempty"`
-	// Address is the router's IP address. Required, unless interface is
-	// given (not both).
+	// Address is the router's IP address. Required, unless interface or
+	// defaultGateway is given (not both).
 	Address string     `json:"address,omitempty"`
 	address netip.Addr // Address, parsed by validation
 	// Interface names the link to the router (for example eth1) for a
@@ -343,6 +353,12 @@ type BGPPeer struct {
 	// the link as interface says.
 	LinkLocalAddress string     `json:"linkLocalAddress,omitempty"`
 	linkLocalAddress netip.Addr // LinkLocalAddress, parsed by validation
+	// DefaultGateway, IPv4 or IPv6, makes the router the gateway of the
+	// default route of that family where the speaker runs (a node agent:
+	// its node's, the routers of a rack differing per node), read when the
+	// speaker starts; a default route over several gateways is refused.
+	// Not with address or interface. Default: none.
+	DefaultGateway DefaultGatewayFamily `json:"defaultGateway,omitempty"`
 	// ASN is the router's AS number. Required.
 	ASN uint32 `json:"asn"`
 	// Port is the router's BGP port. Default: 179.

@@ -35,6 +35,12 @@ func TestUnnumberedPeers(t *testing.T) {
 			[]string{`bgp.peers[0].localAddress: Invalid value: "2001:db8::2": not with interface`,
 				`bgp.peers[0].ebgpMultihop: Invalid value: 2: not with interface`,
 				`bgp.peers[0].bfd: Invalid value: "": not with interface yet`}},
+		{"default gateway of no family", "bgp:\n  asn: 64512\n  peers:\n  - {defaultGateway: ipv4, asn: 64500}\n",
+			[]string{`bgp.peers[0].defaultGateway: Unsupported value: "ipv4": supported values: "IPv4", "IPv6"`}},
+		{"default gateway and address", "bgp:\n  asn: 64512\n  peers:\n  - {defaultGateway: IPv4, address: 198.18.10.1, asn: 64500}\n",
+			[]string{`bgp.peers[0].defaultGateway: Invalid value: "IPv4": give address, interface or defaultGateway, one of them`}},
+		{"two default gateways of a family", "bgp:\n  asn: 64512\n  peers:\n  - {defaultGateway: IPv6, asn: 64500}\n  - {defaultGateway: IPv6, asn: 64501}\n",
+			[]string{`bgp.peers[1].name: Duplicate value: "default-gateway-ipv6 (also peers[0])"`}},
 		{"replicas with interface peers only need a router ID", "bgp:\n  asn: 64512\n  peers:\n  - {interface: eth1, asn: 64500}\n",
 			[]string{`bgp.routerID: Required value`}},
 	} {
@@ -62,6 +68,7 @@ func TestUnnumberedPeersAccepted(t *testing.T) {
 		{"node agents, router found on the link", "bgp:\n  asn: 64512\n  announceFrom: Nodes\n  peers:\n  - {interface: eth1, asn: 64500}\n", "eth1", netip.Addr{}},
 		{"replicas with a router ID and the router's address", "bgp:\n  asn: 64512\n  routerID: 198.18.0.1\n  peers:\n  - {interface: eth1, linkLocalAddress: \"fe80::1\", asn: 64500, name: tor}\n",
 			"tor", netip.MustParseAddr("fe80::1")},
+		{"node agents, the default route's gateway", "bgp:\n  asn: 64512\n  announceFrom: Nodes\n  peers:\n  - {interface: eth1, asn: 64500}\n  - {defaultGateway: IPv4, asn: 64500}\n", "default-gateway-ipv4", netip.Addr{}},
 		{"replicas with an address peer beside it derive the router ID", "bgp:\n  asn: 64512\n  peers:\n  - {address: 198.18.10.1, asn: 64500}\n  - {interface: eth1, asn: 64500}\n", "eth1", netip.Addr{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

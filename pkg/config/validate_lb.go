@@ -133,10 +133,10 @@ func (b *BGP) validate(p *field.Path) field.ErrorList {
 			seenIf[peer.Interface] = i
 		}
 		addr, err := netip.ParseAddr(peer.Address)
-		if peer.Address == "" && peer.Interface != "" {
-			addr = netip.Addr{} // a link-local session: validateInterface
+		if peer.Address == "" && (peer.Interface != "" || peer.DefaultGateway != "") {
+			addr = netip.Addr{} // a link-local session, or a gateway: validateInterface
 		} else if peer.Address == "" {
-			errs = append(errs, field.Required(pp.Child("address"), "the router's address, or interface for a link-local session"))
+			errs = append(errs, field.Required(pp.Child("address"), "the router's address, or interface for a link-local session, or defaultGateway"))
 		} else if err != nil {
 			errs = append(errs, field.Invalid(pp.Child("address"), peer.Address, "not an IP address"))
 		} else if msg := unicastProblem(addr); msg != "" {

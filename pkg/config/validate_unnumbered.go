@@ -11,6 +11,15 @@ import (
 func (peer *BGPPeer) validateInterface(pp *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	peer.linkLocalAddress = netip.Addr{}
+	if g := peer.DefaultGateway; g != "" {
+		gp := pp.Child("defaultGateway")
+		switch {
+		case g != DefaultGatewayIPv4 && g != DefaultGatewayIPv6:
+			errs = append(errs, field.NotSupported(gp, g, []DefaultGatewayFamily{DefaultGatewayIPv4, DefaultGatewayIPv6}))
+		case peer.Address != "" || peer.Interface != "":
+			errs = append(errs, field.Invalid(gp, g, "give address, interface or defaultGateway, one of them"))
+		}
+	}
 	if peer.Interface == "" {
 		if peer.LinkLocalAddress != "" {
 			errs = append(errs, field.Invalid(pp.Child("linkLocalAddress"), peer.LinkLocalAddress, "only with interface"))

@@ -157,14 +157,27 @@ func (ls *LeafSpine) buildUnnumberedRack(r int) error {
 	return nil
 }
 
-// UnnumberedAgentCloudConfig is the node agents' cloud-config for the
-// unnumbered rack, as docs/leaf-spine.md gives it: announceFrom Nodes, one
-// pool of the given ranges, and the peer on the nodes' link to their ToR
-// (LeafSpineUnnumberedLink), the router found there, with the ToR's AS and
+// UnnumberedAgentCloudConfig is the node agents' cloud-config for a lab
+// with an unnumbered rack, as docs/leaf-spine.md gives it: announceFrom
+// Nodes, one pool of the given ranges, for the unnumbered rack the peer on
+// the nodes' link to their ToR (LeafSpineUnnumberedLink), the router found
+// there, and for the other rack the gateways of the nodes' default routes
+// (defaultGateway, IPv4 and IPv6: their ToR), each with its ToR's AS and
 // the given hold time, selected by the rack's zone.
 func (ls *LeafSpine) UnnumberedAgentCloudConfig(holdTime time.Duration, pool ...string) string {
-	return ls.agentConfigHead(pool) + fmt.Sprintf("  - {interface: %s, asn: %d, holdTime: %s, nodeSelector: {matchLabels: {%s: %s}}}\n",
-		LeafSpineUnnumberedLink, ls.Opts.TorASN[lsUnnumberedRack], holdTime, LeafSpineZoneLabel, LeafSpineZone(lsUnnumberedRack))
+	var b strings.Builder
+	b.WriteString(ls.agentConfigHead(pool))
+	for r := range ls.Tors {
+		sel := fmt.Sprintf("asn: %d, holdTime: %s, nodeSelector: {matchLabels: {%s: %s}}", ls.Opts.TorASN[r], holdTime, LeafSpineZoneLabel, LeafSpineZone(r))
+		if ls.Opts.unnumbered(r) {
+			fmt.Fprintf(&b, "  - {interface: %s, %s}\n", LeafSpineUnnumberedLink, sel)
+			continue
+		}
+		for _, f := range []string{"IPv4", "IPv6"} {
+			fmt.Fprintf(&b, "  - {defaultGateway: %s, %s}\n", f, sel)
+		}
+	}
+	return b.String()
 }
 
 // UnnumberedNodeLinkLocals are the link-local addresses of the unnumbered

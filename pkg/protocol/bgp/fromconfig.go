@@ -23,6 +23,11 @@ func PeerFrom(p *config.BGPPeer, i int, r *config.Routes) (speaker.Peer, error) 
 	if p.Interface != "" {
 		peer.Interface, peer.Address = p.Interface, p.LinkLocalAddr()
 	}
+	if p.DefaultGateway != "" {
+		if err := gatewayPeer(&peer, p.DefaultGateway); err != nil {
+			return speaker.Peer{}, fmt.Errorf("bgp.peers[%d]: %w", i, err)
+		}
+	}
 	if p.HoldTime != nil {
 		peer.HoldTime = p.HoldTime.Duration
 	}

@@ -15,19 +15,10 @@ import (
 // none: found on the link) whose paths carry the agent's own link-local
 // address as next hop; an address peer beside it keeps the next hops given.
 func TestUnnumberedAgentPeers(t *testing.T) {
-	cfg, err := config.Parse([]byte(`apiVersion: metal-ccm.io/v1alpha1
-kind: CloudConfig
-bgp:
-  asn: 64512
-  announceFrom: Nodes
-  peers:
-  - {interface: eth1, asn: 65001}
+	cfg := agentConfig(t, `  - {interface: eth1, asn: 65001}
   - {interface: eth2, linkLocalAddress: "fe80::2", asn: 65002, name: tor-b}
   - {address: 198.18.30.1, asn: 65003}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	n := &v1.Node{Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "198.18.30.11"}}}}
 	got, err := agentSpeakerConfig(cfg, n)
 	if err != nil {
@@ -95,4 +86,15 @@ func TestPeerStateWhere(t *testing.T) {
 			t.Errorf("%+v: Where() = %q, want %q", tc.st, got, tc.want)
 		}
 	}
+}
+
+// agentConfig parses a node agents' cloud-config of bgp.asn 64512 with
+// these peers (YAML list entries).
+func agentConfig(t *testing.T, peers string) *config.CloudConfig {
+	t.Helper()
+	cfg, err := config.Parse([]byte("apiVersion: metal-ccm.io/v1alpha1\nkind: CloudConfig\nbgp:\n  asn: 64512\n  announceFrom: Nodes\n  peers:\n" + peers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
