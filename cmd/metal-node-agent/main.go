@@ -91,8 +91,14 @@ func (o *options) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !cfg.LoadBalancer.HasProtocol(config.ProtocolL2) {
-		// No raw socket without an L2 pool: the capability the pod may
+	if cfg.BGP.HasInterfacePeer() {
+		// A peer on an interface: the speaker announces the node on that
+		// link with Router Advertisements, from a raw socket.
+		if err := l2.RaiseNetRaw(); err != nil {
+			logger.Info("No CAP_NET_RAW: a router that learns its unnumbered neighbours from Router Advertisements will not accept this node's sessions", "err", err)
+		}
+	} else if !cfg.LoadBalancer.HasProtocol(config.ProtocolL2) {
+		// No raw socket without an L2 pool or a peer on an interface: the capability the pod may
 		// grant (the chart's does, so that a pool added later works after
 		// the restart it brings) goes for good. A binary built with cgo
 		// (tests) cannot drop it from every thread, and keeps it.

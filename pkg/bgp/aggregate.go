@@ -34,7 +34,9 @@ func (s *Speaker) countHop(prefix netip.Prefix, nh netip.Addr, delta int) []aggK
 		}
 		a := s.aggs[i][agg]
 		if a == nil {
-			a = &aggregate{attrs: ad.Attributes, want: map[netip.Addr]int{}, sent: map[netip.Addr]uint32{}}
+			attrs := ad.Attributes
+			attrs.nextHopSelf = s.cfg.Peers[i].NextHopSelf
+			a = &aggregate{attrs: attrs, want: map[netip.Addr]int{}, sent: map[netip.Addr]uint32{}}
 			s.aggs[i][agg] = a
 		}
 		before := a.want[nh]

@@ -19,8 +19,21 @@ type Peer struct {
 	// Name names the peer in the policy's advertisements (unique).
 	Name string
 	// Address is the router's address; the session carries the unicast
-	// family of this address only.
+	// family of this address only. With Interface it is the router's
+	// link-local address on that link, if known (zero: found there, see
+	// Interface).
 	Address netip.Addr
+	// Interface, when set, makes the session a link-local one over this
+	// link (BGP unnumbered): the router is its link-local neighbour
+	// (Address, else the gateway the kernel learned from the router's
+	// Router Advertisements, else the one neighbour entry flagged as a
+	// router), and the session carries IPv4 and IPv6 unicast, IPv4 with
+	// IPv6 next hops (extended next hop, RFC 8950).
+	Interface string
+	// NextHopSelf sends every path with the session's own address as next
+	// hop instead of the one given (a node agent on a link-local session:
+	// its link-local address, which the router reaches on the link).
+	NextHopSelf bool
 	// ASN is the router's AS number.
 	ASN uint32
 	// Port is the router's BGP port; 0 means 179.
@@ -92,7 +105,7 @@ func (b BFD) withDefaults() (BFD, error) {
 // carries reports whether the peer is sent prefix: one of its own family,
 // and inside none of its Deny prefixes.
 func (p Peer) carries(prefix netip.Prefix) bool {
-	if p.Address.Is4() != prefix.Addr().Is4() {
+	if p.Interface == "" && p.Address.Is4() != prefix.Addr().Is4() {
 		return false
 	}
 	for _, d := range p.Deny {
@@ -135,17 +148,18 @@ func (cfg Config) validate() (Config, error) {
 	}
 	out := cfg
 	out.Peers = make([]Peer, len(cfg.Peers))
-	seen := map[netip.Addr]bool{}
+	seen := map[string]bool{}
 	for i, p := range cfg.Peers {
 		p, err := p.withDefaults()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("peers[%d]: %w", i, err))
 			continue
 		}
-		if seen[p.Address] {
-			errs = append(errs, fmt.Errorf("peers[%d]: duplicate address %s", i, p.Address))
+		if k := p.key(); seen[k] {
+			errs = append(errs, fmt.Errorf("peers[%d]: duplicate %s", i, k))
+		} else {
+			seen[k] = true
 		}
-		seen[p.Address] = true
 		out.Peers[i] = p
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -154,10 +168,39 @@ func (cfg Config) validate() (Config, error) {
 	return out, nil
 }
 
+// key tells peers apart: one session per address, or per link.
+func (p Peer) key() string {
+	if p.Interface != "" {
+		return "interface " + p.Interface
+	}
+	return "address " + p.Address.String()
+}
+
+// linkLocalProblems are what keeps p, a peer on an interface, from a
+// link-local session.
+func (p Peer) linkLocalProblems() []error {
+	var errs []error
+	if a := p.Address; a.IsValid() && (!a.Is6() || !a.IsLinkLocalUnicast() || a.Zone() != "") {
+		errs = append(errs, fmt.Errorf("address %s of a peer on interface %s must be an IPv6 link-local address without a zone", a, p.Interface))
+	}
+	if p.LocalAddress.IsValid() {
+		errs = append(errs, fmt.Errorf("localAddress %s: a peer on an interface uses its link-local address", p.LocalAddress))
+	}
+	if p.MultihopTTL > 0 {
+		errs = append(errs, errors.New("multihopTTL: a link-local router is one hop away"))
+	}
+	if p.BFD != nil {
+		errs = append(errs, errors.New("bfd is not supported on a link-local session"))
+	}
+	return errs
+}
+
 // withDefaults checks p and fills in its zero fields.
 func (p Peer) withDefaults() (Peer, error) {
 	var errs []error
 	switch {
+	case p.Interface != "":
+		errs = append(errs, p.linkLocalProblems()...)
 	case !p.Address.IsValid() || p.Address.IsUnspecified() || p.Address.IsMulticast():
 		errs = append(errs, fmt.Errorf("address %q must be a unicast IP address", p.Address))
 	case p.Address.Zone() != "":
@@ -174,7 +217,7 @@ func (p Peer) withDefaults() (Peer, error) {
 	if p.RestartTime != 0 && (p.RestartTime < limits.MinRestartTime || p.RestartTime > limits.MaxRestartTime) {
 		errs = append(errs, fmt.Errorf("restartTime %s must be 0 (default) or between %s and %s", p.RestartTime, limits.MinRestartTime, limits.MaxRestartTime))
 	}
-	if l := p.LocalAddress; l.IsValid() && (l.Is4() != p.Address.Is4() || l.IsUnspecified() || l.IsMulticast() || l.Zone() != "" || l.Is4In6()) {
+	if l := p.LocalAddress; p.Interface == "" && l.IsValid() && (l.Is4() != p.Address.Is4() || l.IsUnspecified() || l.IsMulticast() || l.Zone() != "" || l.Is4In6()) {
 		errs = append(errs, fmt.Errorf("localAddress %s must be a unicast address of the peer address's family", p.LocalAddress))
 	}
 	if p.BFD != nil {

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/limits"
 )
 
@@ -14,6 +17,7 @@ var (
 	routerID = netip.MustParseAddr("198.18.10.2")
 	peer4    = netip.MustParseAddr("198.18.10.1")
 	peer6    = netip.MustParseAddr("2001:db8:10::1")
+	lladdr   = netip.MustParseAddr("fe80::1")
 )
 
 func TestNewValidates(t *testing.T) {
@@ -35,6 +39,15 @@ func TestNewValidates(t *testing.T) {
 		{"peer without address", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{ASN: 2}}}, "peers[0]: address"},
 		{"peer without asn", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: peer4}}}, "peers[0]: asn"},
 		{"duplicate peer", Config{ASN: 1, RouterID: routerID, Peers: []Peer{ok, ok}}, "peers[1]: duplicate address"},
+		{"peer on an interface", Config{ASN: 1, RouterID: routerID, Peers: []Peer{ok, {Interface: "eth1", ASN: 2, NextHopSelf: true}}}, ""},
+		{"peer on an interface with its link-local address", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Interface: "eth1", Address: lladdr, ASN: 2}}}, ""},
+		{"duplicate interface", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Interface: "eth1", ASN: 2}, {Interface: "eth1", ASN: 3}}}, "peers[1]: duplicate interface eth1"},
+		{"interface with a global address", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Interface: "eth1", Address: peer6, ASN: 2}}}, "link-local"},
+		{"interface with an IPv4 address", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Interface: "eth1", Address: peer4, ASN: 2}}}, "link-local"},
+		{"interface with a zoned address", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Interface: "eth1", Address: lladdr.WithZone("eth1"), ASN: 2}}}, "zone"},
+		{"interface with local address", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Interface: "eth1", LocalAddress: peer6, ASN: 2}}}, "localAddress"},
+		{"interface with multihop", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Interface: "eth1", MultihopTTL: 2, ASN: 2}}}, "multihopTTL"},
+		{"interface with bfd", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Interface: "eth1", BFD: &BFD{}, ASN: 2}}}, "bfd"},
 		{"hold time too short", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: peer4, ASN: 2, HoldTime: time.Second}}}, "holdTime"},
 		{"negative restart time", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: peer4, ASN: 2, RestartTime: -time.Second}}}, "restartTime"},
 		{"restart time below a second", Config{ASN: 1, RouterID: routerID, Peers: []Peer{{Address: peer4, ASN: 2, RestartTime: time.Millisecond}}}, "restartTime"},
@@ -81,7 +94,7 @@ func TestDefaults(t *testing.T) {
 	if p.Port != 179 || p.HoldTime != 90*time.Second || p.RestartTime != 120*time.Second {
 		t.Errorf("defaults = %+v", p)
 	}
-	c := peerConfig(1, p)
+	c := peerConfig(1, p, p.Address)
 	if c.Timers.Config.HoldTime != 90 || c.Timers.Config.KeepaliveInterval != 30 || c.Transport.RemotePort != 179 {
 		t.Errorf("GoBGP peer config = %v", c)
 	}
@@ -120,7 +133,7 @@ func TestTTLSecurity(t *testing.T) {
 		{Peer{Address: peer4, ASN: 2, TTLSecurity: true}, 255},
 		{Peer{Address: peer4, ASN: 2, TTLSecurity: true, MultihopTTL: 3}, 253},
 	} {
-		c := peerConfig(1, tc.peer)
+		c := peerConfig(1, tc.peer, tc.peer.Address)
 		got := uint32(0)
 		if c.TtlSecurity != nil && c.TtlSecurity.Enabled {
 			got = c.TtlSecurity.TtlMin
@@ -220,4 +233,66 @@ func TestPeerCarries(t *testing.T) {
 			t.Errorf("carries(%s) = %v, want %v", prefix, got, want)
 		}
 	}
+	// A link-local session carries both families.
+	ll := Peer{Interface: "eth1"}
+	for _, prefix := range []string{"198.18.100.1/32", "2001:db8:100::1/128"} {
+		if !ll.carries(netip.MustParsePrefix(prefix)) {
+			t.Errorf("peer on an interface: carries(%s) = false", prefix)
+		}
+	}
+}
+
+// TestLinkLocalPeerConfig: a peer on an interface is GoBGP's neighbour at
+// the router's zoned link-local address with IPv4 and IPv6 unicast (GoBGP
+// then offers the extended next hop capability for IPv4), and a peer with
+// NextHopSelf sends unspecified next hops (GoBGP puts the session's own
+// address in their place).
+func TestLinkLocalPeerConfig(t *testing.T) {
+	p, err := Peer{Interface: "eth1", ASN: 2, GracefulRestart: true, NextHopSelf: true}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := peerConfig(1, p, lladdr.WithZone("eth1"))
+	if got := c.GetConf().GetNeighborAddress(); got != "fe80::1%eth1" {
+		t.Errorf("neighbor address %q, want fe80::1%%eth1", got)
+	}
+	var fams []string
+	for _, af := range c.GetAfiSafis() {
+		fams = append(fams, af.GetConfig().GetFamily().GetAfi().String())
+		if af.GetMpGracefulRestart() == nil || af.GetAddPaths().GetConfig().GetSendMax() == 0 {
+			t.Errorf("family %v lacks graceful restart or ADD-PATH", af.GetConfig().GetFamily())
+		}
+	}
+	if strings.Join(fams, " ") != "AFI_IP AFI_IP6" {
+		t.Errorf("families %v, want IPv4 and IPv6", fams)
+	}
+	if got := globalFamilies(p); len(got) != 2 {
+		t.Errorf("global families %v, want two", got)
+	}
+	for _, tc := range []struct{ prefix, hop, want string }{
+		{"198.18.100.1/32", "198.18.30.11", "0.0.0.0"},
+		{"2001:db8:100::1/128", "2001:db8:30::11", "::"},
+	} {
+		paths, err := apiPaths(netip.MustParsePrefix(tc.prefix), hopPaths{{netip.MustParseAddr(tc.hop), 7}}, Attributes{nextHopSelf: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := nextHopOf(paths[0]); got != tc.want {
+			t.Errorf("%s: next hop %s, want %s", tc.prefix, got, tc.want)
+		}
+	}
+}
+
+// nextHopOf is the next hop of a GoBGP path: its NEXT_HOP, or its
+// MP_REACH_NLRI's.
+func nextHopOf(p *apiutil.Path) string {
+	for _, a := range p.Attrs {
+		switch a := a.(type) {
+		case *bgp.PathAttributeNextHop:
+			return a.Value.String()
+		case *bgp.PathAttributeMpReachNLRI:
+			return a.Nexthop.String()
+		}
+	}
+	return ""
 }

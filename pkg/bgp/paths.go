@@ -154,11 +154,18 @@ func apiPaths(prefix netip.Prefix, paths hopPaths, attrs Attributes) ([]*apiutil
 	fam := family(prefix.Addr())
 	out := make([]*apiutil.Path, 0, len(paths))
 	for _, h := range paths {
+		nh := h.hop
+		if attrs.nextHopSelf {
+			// GoBGP puts the session's own address in place of an
+			// unspecified next hop: on a link-local session an IPv6
+			// link-local address, for IPv4 prefixes too (RFC 8950).
+			nh = unspecified(prefix.Addr())
+		}
 		var hop bgp.PathAttributeInterface
-		if h.hop.Is4() {
-			hop, err = bgp.NewPathAttributeNextHop(h.hop)
+		if nh.Is4() {
+			hop, err = bgp.NewPathAttributeNextHop(nh)
 		} else {
-			hop, err = bgp.NewPathAttributeMpReachNLRI(fam, []bgp.PathNLRI{{NLRI: nlri}}, h.hop)
+			hop, err = bgp.NewPathAttributeMpReachNLRI(fam, []bgp.PathNLRI{{NLRI: nlri}}, nh)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("encode next hop %s: %w", h.hop, err)
@@ -175,6 +182,14 @@ func apiPaths(prefix netip.Prefix, paths hopPaths, attrs Attributes) ([]*apiutil
 		})
 	}
 	return out, nil
+}
+
+// unspecified is the unspecified address of a's family.
+func unspecified(a netip.Addr) netip.Addr {
+	if a.Is4() {
+		return netip.IPv4Unspecified()
+	}
+	return netip.IPv6Unspecified()
 }
 
 // native are the attributes that are set, ORIGIN (IGP) first.

@@ -19,6 +19,9 @@ type Attributes struct {
 	// SetWeights, give each path its link bandwidth community.
 	weights map[netip.Addr]int
 	asn     uint32
+	// nextHopSelf, set by the speaker for a peer with Peer.NextHopSelf,
+	// sends the paths with the session's own address as next hop.
+	nextHopSelf bool
 }
 
 // Advertisement is how some host prefixes go to some peers.
@@ -100,5 +103,6 @@ func (s *Speaker) hostAttrs(i int, prefix netip.Prefix) (Attributes, bool) {
 	attrs := ad.Attributes
 	attrs.Communities = attrs.Communities.Union(s.extra[prefix])
 	attrs.weights, attrs.asn = s.weights[prefix], s.cfg.ASN
+	attrs.nextHopSelf = s.cfg.Peers[i].NextHopSelf
 	return attrs, true
 }

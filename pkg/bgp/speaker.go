@@ -62,6 +62,9 @@ type Speaker struct {
 	// without BFD), by index in cfg.Peers.
 	bfd     []*bfd.Session
 	started bool
+	// closing is set when Start stops the servers: a peer added late
+	// (addPeerLater) is not added any more.
+	closing bool
 	stopped bool
 	stop    chan struct{} // closed by Stop
 	done    chan struct{} // closed when Start returns
@@ -72,6 +75,8 @@ type PeerState struct {
 	// Name is the peer's name (Peer.Name).
 	Name    string
 	Address netip.Addr
+	// Interface is the link of a peer on an interface (Peer.Interface).
+	Interface string
 	// State is the BGP FSM state in lower case: "idle", "connect",
 	// "active", "opensent", "openconfirm" or StateEstablished.
 	State string
@@ -88,6 +93,16 @@ const StateEstablished = "established"
 
 // Established reports whether the session is up.
 func (p PeerState) Established() bool { return p.State == StateEstablished }
+
+// Where is the router as the status and the metrics name it: its address
+// (zoned on a link-local session), or the interface while the router there
+// is not known yet.
+func (p PeerState) Where() string {
+	if !p.Address.IsValid() {
+		return p.Interface
+	}
+	return p.Address.String()
+}
 
 // New validates cfg and returns a speaker that is not started yet.
 func New(cfg Config) (*Speaker, error) {
@@ -148,7 +163,7 @@ func (s *Speaker) Start(ctx context.Context) error {
 	case <-s.stop:
 	}
 	s.mu.Lock()
-	s.servers, s.bfd = nil, nil
+	s.servers, s.bfd, s.closing = nil, nil, true
 	s.mu.Unlock()
 	stopAll(servers)
 	// After the Ceases: the BFD sessions end with AdminDown, which the
@@ -188,7 +203,7 @@ func (s *Speaker) startServer(ctx, watchCtx context.Context, logger logr.Logger,
 		// The peer's family only: GoBGP v4 makes two sharded tables for
 		// every family it is given, and about 10 MB of them when given none
 		// (it then takes all).
-		Families: []uint32{globalFamily(p.Address)},
+		Families: globalFamilies(p),
 	}})
 	if err != nil {
 		return nil, err
@@ -211,7 +226,20 @@ func (s *Speaker) startServer(ctx, watchCtx context.Context, logger logr.Logger,
 		if err := srv.WatchEvent(watchCtx, server.WatchEventMessageCallbacks{OnPeerUpdate: peerStateLogger(logger)}, server.WatchPeer()); err != nil {
 			return fmt.Errorf("watch session state: %w", err)
 		}
-		if err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(s.cfg.ASN, p)}); err != nil {
+		if p.Interface != "" {
+			// Before the session: a router that learns its unnumbered
+			// neighbours from Router Advertisements refuses it until then.
+			go advertiseSelf(watchCtx, logger, p.Interface)
+		}
+		nb, err := p.neighbor()
+		if err != nil {
+			// The router may not have advertised itself yet: the
+			// session starts once it has.
+			logger.Info("BGP peer's router not found on its link yet: looking again", "peer", p.Name, "interface", p.Interface, "err", err)
+			go s.addPeerLater(watchCtx, logger, srv, i)
+			return nil
+		}
+		if err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(s.cfg.ASN, p, nb)}); err != nil {
 			return fmt.Errorf("add peer: %w", err)
 		}
 		return nil
@@ -221,6 +249,59 @@ func (s *Speaker) startServer(ctx, watchCtx context.Context, logger logr.Logger,
 		return nil, err
 	}
 	return srv, nil
+}
+
+// routerRetry is how often a peer on an interface whose router is not
+// known yet is looked for again.
+const routerRetry = 2 * time.Second
+
+// addPeerLater adds peer i to srv once its router is found on its link,
+// unless the speaker stops first.
+func (s *Speaker) addPeerLater(ctx context.Context, logger logr.Logger, srv *server.BgpServer, i int) {
+	p := s.cfg.Peers[i]
+	t := time.NewTicker(routerRetry)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		nb, err := p.neighbor()
+		if err != nil {
+			logger.V(4).Info("BGP peer's router still not found", "peer", p.Name, "interface", p.Interface, "err", err)
+			continue
+		}
+		s.mu.Lock()
+		if s.closing {
+			s.mu.Unlock()
+			return
+		}
+		err = srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(s.cfg.ASN, p, nb)})
+		s.mu.Unlock()
+		if err != nil {
+			logger.Error(err, "BGP peer not added", "peer", p.Name, "router", nb)
+			continue
+		}
+		logger.Info("BGP peer's router found on its link", "peer", p.Name, "router", nb)
+		return
+	}
+}
+
+// neighbor is the router's address as GoBGP takes it: Address, or for a
+// peer on an interface the router's link-local address there, zoned.
+func (p Peer) neighbor() (netip.Addr, error) {
+	if p.Interface == "" {
+		return p.Address, nil
+	}
+	a := p.Address
+	if !a.IsValid() {
+		var err error
+		if a, err = findRouter(p.Interface); err != nil {
+			return netip.Addr{}, err
+		}
+	}
+	return a.WithZone(p.Interface), nil
 }
 
 // stopAll stops GoBGP servers, each closing its session with a Cease.
@@ -452,21 +533,18 @@ func (s *Speaker) PeerStates() []PeerState {
 	s.mu.Lock()
 	servers, sessions := s.servers, s.bfd
 	s.mu.Unlock()
-	found := map[netip.Addr]PeerState{}
-	for _, srv := range servers {
-		_ = srv.ListPeer(context.Background(), &api.ListPeerRequest{}, func(p *api.Peer) {
-			if st, ok := peerState(p); ok {
-				found[st.Address] = st
-			}
-		})
-	}
 	out := make([]PeerState, len(s.cfg.Peers))
 	for i, p := range s.cfg.Peers {
-		st, ok := found[p.Address]
-		if !ok {
-			st = PeerState{Address: p.Address, State: "idle"}
+		st := PeerState{Address: p.Address, State: "idle"}
+		if i < len(servers) {
+			// One peer per server.
+			_ = servers[i].ListPeer(context.Background(), &api.ListPeerRequest{}, func(ap *api.Peer) {
+				if got, ok := peerState(ap); ok {
+					st = got
+				}
+			})
 		}
-		st.Name = p.Name
+		st.Name, st.Interface = p.Name, p.Interface
 		if i < len(sessions) {
 			st.BFD = bfdState(sessions[i])
 		}
@@ -552,15 +630,18 @@ func peerStateLogger(logger logr.Logger) func(*apiutil.WatchEventMessage_PeerEve
 
 // peerConfig is GoBGP's configuration of p: the unicast family of its
 // address only, ADD-PATH send, and graceful restart when asked for.
-func peerConfig(localASN uint32, p Peer) *api.Peer {
+func peerConfig(localASN uint32, p Peer, neighbor netip.Addr) *api.Peer {
 	hold := uint64(p.HoldTime / time.Second) //nolint:gosec // withDefaults: 0, or 3s to 65535s
-	af := &api.AfiSafi{
-		Config:   &api.AfiSafiConfig{Family: apiFamily(p.Address), Enabled: true},
-		AddPaths: &api.AddPaths{Config: &api.AddPathsConfig{SendMax: limits.MaxNextHops}},
+	var afs []*api.AfiSafi
+	for _, f := range apiFamilies(p) {
+		afs = append(afs, &api.AfiSafi{
+			Config:   &api.AfiSafiConfig{Family: f, Enabled: true},
+			AddPaths: &api.AddPaths{Config: &api.AddPathsConfig{SendMax: limits.MaxNextHops}},
+		})
 	}
 	peer := &api.Peer{
 		Conf: &api.PeerConf{
-			NeighborAddress: p.Address.String(),
+			NeighborAddress: neighbor.String(),
 			PeerAsn:         p.ASN,
 			LocalAsn:        localASN,
 			AuthPassword:    p.Password,
@@ -574,7 +655,7 @@ func peerConfig(localASN uint32, p Peer) *api.Peer {
 			IdleHoldTimeAfterReset: uint64(idleAfterReset / time.Second),
 		}},
 		Transport: &api.Transport{RemotePort: uint32(p.Port)},
-		AfiSafis:  []*api.AfiSafi{af},
+		AfiSafis:  afs,
 	}
 	if p.LocalAddress.IsValid() {
 		peer.Transport.LocalAddress = p.LocalAddress.String()
@@ -598,7 +679,9 @@ func peerConfig(localASN uint32, p Peer) *api.Peer {
 			LocalRestarting: true,
 			DeferralTime:    uint32(grDeferral / time.Second),
 		}
-		af.MpGracefulRestart = &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}
+		for _, af := range afs {
+			af.MpGracefulRestart = &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}
+		}
 	}
 	return peer
 }
@@ -609,19 +692,39 @@ func ttlMin(hops uint8) uint32 {
 	return 256 - uint32(max(hops, 1))
 }
 
-// apiFamily is the unicast family of an address in GoBGP's configuration API.
-func apiFamily(a netip.Addr) *api.Family {
-	if a.Is4() {
-		return &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}
+// peerIs4 are the unicast families of p's session, IPv4 (true) and IPv6
+// (false): its address's, or both on a link-local session.
+func peerIs4(p Peer) []bool {
+	if p.Interface != "" {
+		return []bool{true, false}
 	}
-	return &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST}
+	return []bool{p.Address.Is4()}
 }
 
-// globalFamily is the unicast family of an address as GoBGP's global
-// configuration numbers it.
-func globalFamily(a netip.Addr) uint32 {
-	if a.Is4() {
-		return uint32(oc.AfiSafiTypeToIntMap[oc.AFI_SAFI_TYPE_IPV4_UNICAST]) //nolint:gosec // GoBGP's small enumeration
+// apiFamilies are the unicast families of p's session in GoBGP's
+// configuration API.
+func apiFamilies(p Peer) []*api.Family {
+	var out []*api.Family
+	for _, is4 := range peerIs4(p) {
+		if is4 {
+			out = append(out, &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST})
+		} else {
+			out = append(out, &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST})
+		}
 	}
-	return uint32(oc.AfiSafiTypeToIntMap[oc.AFI_SAFI_TYPE_IPV6_UNICAST]) //nolint:gosec // GoBGP's small enumeration
+	return out
+}
+
+// globalFamilies are the unicast families of p's session as GoBGP's
+// global configuration numbers them.
+func globalFamilies(p Peer) []uint32 {
+	var out []uint32
+	for _, is4 := range peerIs4(p) {
+		t := oc.AFI_SAFI_TYPE_IPV6_UNICAST
+		if is4 {
+			t = oc.AFI_SAFI_TYPE_IPV4_UNICAST
+		}
+		out = append(out, uint32(oc.AfiSafiTypeToIntMap[t])) //nolint:gosec // GoBGP's small enumeration
+	}
+	return out
 }

@@ -39,6 +39,10 @@ func (p *BGPPeer) Selects(nodeLabels labels.Set) bool {
 	return p.nodeSelector == nil || p.nodeSelector.Matches(nodeLabels)
 }
 
+// LinkLocalAddr is the router's link-local address on the peer's
+// interface; invalid when unset (found on the link).
+func (p *BGPPeer) LinkLocalAddr() netip.Addr { return p.linkLocalAddress }
+
 // LocalAddr is the session's source address; invalid when unset.
 func (p *BGPPeer) LocalAddr() netip.Addr { return p.localAddress }
 
@@ -130,3 +134,10 @@ func (b *BGP) FromReplicas() bool { return len(b.Peers) > 0 && b.AnnounceFrom !=
 
 // InPools reports whether addr is in some pool, whatever its protocols.
 func (lb *LoadBalancer) InPools(addr netip.Addr) bool { return lb.PoolOf(addr) != nil }
+
+// HasInterfacePeer reports whether a peer is on an interface (a link-local
+// session): its speaker announces itself on that link, which takes
+// CAP_NET_RAW.
+func (b *BGP) HasInterfacePeer() bool {
+	return slices.ContainsFunc(b.Peers, func(p BGPPeer) bool { return p.Interface != "" })
+}

@@ -331,18 +331,55 @@ const (
 	StopGracefulRestart StopMode = "GracefulRestart"
 )
 
+// DefaultGatewayFamily is the family of a peer's default route
+// (bgp.peers[].defaultGateway).
+type DefaultGatewayFamily string
+
+// The families of bgp.peers[].defaultGateway.
+const (
+	DefaultGatewayIPv4 DefaultGatewayFamily = "IPv4"
+	DefaultGatewayIPv6 DefaultGatewayFamily = "IPv6"
+)
+
 // BGPPeer is one router.
 type BGPPeer struct {
 	// Name names the peer in loadBalancer.pools[].bgpAdvertisements[].peers:
-	// a DNS label, unique. Default: the address as written.
+	// a DNS label, unique. Default: the address as written, or the
+	// interface.
 	Name string `json:"name,omitempty"`
 	name string // Name, or the address: set by validation
 	// Labels are the peer's own labels, for the advertisements'
 	// peerSelector (for example role: edge). Default: none.
 	Labels map[string]string `json:"labels,omitempty"`
-	// Address is the router's IP address. Required.
-	Address string     `json:"address"`
+	// Address is the router's IP address. Required, unless interface or
+	// defaultGateway is given (not both).
+	Address string     `json:"address,omitempty"`
 	address netip.Addr // Address, parsed by validation
+	// Interface names the link to the router (for example eth1) for a
+	// session between IPv6 link-local addresses (BGP unnumbered): the
+	// session carries IPv4 and IPv6 routes, the IPv4 ones with IPv6 next
+	// hops (extended next hop, RFC 8950, which the router must accept), and
+	// a node agent gives its own link-local address as next hop. The
+	// speaker announces itself on the link with Router Advertisements of
+	// router lifetime 0, for routers that learn their unnumbered neighbours
+	// from them (FRR); that takes CAP_NET_RAW, which the chart grants. The router
+	// is linkLocalAddress, else the router the kernel learned on the link
+	// from its Router Advertisements (the gateway of its "proto ra" routes,
+	// else the one neighbour entry flagged as a router), looked for until
+	// found (docs/leaf-spine.md, "Unnumbered"). Not with address,
+	// localAddress, ebgpMultihop or bfd. Default: none.
+	Interface string `json:"interface,omitempty"`
+	// LinkLocalAddress, with interface, is the router's IPv6 link-local
+	// address on that link (fe80::/10, without a zone). Default: found on
+	// the link as interface says.
+	LinkLocalAddress string     `json:"linkLocalAddress,omitempty"`
+	linkLocalAddress netip.Addr // LinkLocalAddress, parsed by validation
+	// DefaultGateway, IPv4 or IPv6, makes the router the gateway of the
+	// default route of that family where the speaker runs (a node agent:
+	// its node's, the routers of a rack differing per node), read when the
+	// speaker starts; a default route over several gateways is refused.
+	// Not with address or interface. Default: none.
+	DefaultGateway DefaultGatewayFamily `json:"defaultGateway,omitempty"`
 	// ASN is the router's AS number. Required.
 	ASN uint32 `json:"asn"`
 	// Port is the router's BGP port. Default: 179.

@@ -31,6 +31,12 @@ func (pool *Pool) validateAnnounce(p *field.Path) field.ErrorList {
 // terminating zero).
 const maxInterfaceName = 15
 
+// interfaceName reports whether a non-empty name of at most
+// maxInterfaceName characters can name a Linux interface.
+func interfaceName(name string) bool {
+	return !strings.ContainsAny(name, "/ \t\n:") && name != "." && name != ".."
+}
+
 func (l *L2) validate(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, name := range l.Interfaces {
@@ -40,7 +46,7 @@ func (l *L2) validate(p *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(ip, name, "must not be empty"))
 		case len(name) > maxInterfaceName:
 			errs = append(errs, field.TooLong(ip, name, maxInterfaceName))
-		case strings.ContainsAny(name, "/ \t\n:") || name == "." || name == "..":
+		case !interfaceName(name):
 			errs = append(errs, field.Invalid(ip, name, "not an interface name"))
 		case slices.Index(l.Interfaces, name) < i:
 			errs = append(errs, field.Duplicate(ip, name))

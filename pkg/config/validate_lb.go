@@ -117,12 +117,27 @@ func (b *BGP) validate(p *field.Path) field.ErrorList {
 		errs = append(errs, field.NotSupported(p.Child("onStop"), b.OnStop, stopModes))
 	}
 	errs = append(errs, b.validateAnnounceFrom(p)...)
+	if b.AnnounceFrom != AnnounceFromNodes && b.RouterID == "" && len(b.Peers) > 0 &&
+		!slices.ContainsFunc(b.Peers, func(peer BGPPeer) bool { return peer.Interface == "" }) {
+		errs = append(errs, field.Required(p.Child("routerID"), "the replicas' router ID: with peers on interfaces only there is no address to derive it from"))
+	}
 	seen := map[netip.Addr]int{}
+	seenIf := map[string]int{}
 	for i := range b.Peers {
 		peer := &b.Peers[i]
 		pp := p.Child("peers").Index(i)
+		errs = append(errs, peer.validateInterface(pp)...)
+		if j, dup := seenIf[peer.Interface]; dup && peer.Interface != "" {
+			errs = append(errs, field.Duplicate(pp.Child("interface"), fmt.Sprintf("%s (also peers[%d])", peer.Interface, j)))
+		} else {
+			seenIf[peer.Interface] = i
+		}
 		addr, err := netip.ParseAddr(peer.Address)
-		if err != nil {
+		if peer.Address == "" && (peer.Interface != "" || peer.DefaultGateway != "") {
+			addr = netip.Addr{} // a link-local session, or a gateway: validateInterface
+		} else if peer.Address == "" {
+			errs = append(errs, field.Required(pp.Child("address"), "the router's address, or interface for a link-local session, or defaultGateway"))
+		} else if err != nil {
 			errs = append(errs, field.Invalid(pp.Child("address"), peer.Address, "not an IP address"))
 		} else if msg := unicastProblem(addr); msg != "" {
 			errs = append(errs, field.Invalid(pp.Child("address"), peer.Address, msg))

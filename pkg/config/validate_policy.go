@@ -27,6 +27,12 @@ func (b *BGP) validatePeerNames(p *field.Path) field.ErrorList {
 		peer.name = peer.Name
 		if peer.Name == "" {
 			peer.name = peer.Address
+			switch {
+			case peer.Interface != "":
+				peer.name = peer.Interface
+			case peer.DefaultGateway != "":
+				peer.name = "default-gateway-" + strings.ToLower(string(peer.DefaultGateway))
+			}
 		} else {
 			for _, msg := range validation.IsDNS1123Label(peer.Name) {
 				errs = append(errs, field.Invalid(pp.Child("name"), peer.Name, msg))

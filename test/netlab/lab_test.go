@@ -61,6 +61,20 @@ func TestParseRoutes(t *testing.T) {
 		t.Errorf("weighted routes = %v, want %v", got, want)
 	}
 
+	// An unnumbered rack: IPv4 through IPv6 link-local next hops (RFC
+	// 8950), as zebra installs them.
+	viaV6 := `[{"dst":"198.18.172.238","nhid":18,"metric":20,"flags":[],"nexthops":[{"via":{"family":"inet6","host":"fe80::12"},"dev":"n1","weight":1,"flags":[]},{"via":{"family":"inet6","host":"fe80::11"},"dev":"n0","weight":1,"flags":[]}]},
+	{"dst":"198.18.172.239","via":{"family":"inet6","host":"fe80::11"},"dev":"n0","flags":[]}]`
+	got, err = parseRoutes(IPv4, []byte(viaV6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []Route{{Prefix: netip.MustParsePrefix("198.18.172.238/32"), NextHops: addrs("fe80::11", "fe80::12"), Weights: []int{1, 1}},
+		{Prefix: netip.MustParsePrefix("198.18.172.239/32"), NextHops: addrs("fe80::11"), Weights: []int{1}}}
+	if !slices.EqualFunc(got, want, routeEqual) {
+		t.Errorf("routes through IPv6 next hops = %v, want %v", got, want)
+	}
+
 	if got, err := parseRoutes(IPv4, []byte("[]\n")); err != nil || len(got) != 0 {
 		t.Errorf("empty list = %v, %v", got, err)
 	}

@@ -73,6 +73,10 @@ type LeafSpineOptions struct {
 	// BFD runs BFD on the ToRs' node sessions (BIRD's bfd protocol, FRR's
 	// bfdd), 300 ms × 3 as LeafSpineBFD gives the agents.
 	BFD bool
+	// Unnumbered makes rack 1 unnumbered: its ToR (FRR) meets each node on
+	// a link of its own and peers with it by interface
+	// (leafspine_unnumbered.go). No BFD, no password.
+	Unnumbered bool
 	// Beside, when set, is a running one-segment lab of this process: the
 	// leaf-spine lab is built beside it, under the machine-wide lock that
 	// lab holds, instead of waiting for it to close (which would never
@@ -110,6 +114,9 @@ func (o *LeafSpineOptions) defaults() error {
 		if err := o.TorRouter[r].checkPassword(o.Password); err != nil {
 			return err
 		}
+	}
+	if err := o.checkUnnumbered(); err != nil {
+		return err
 	}
 	if o.AddPathTor < -1 || o.AddPathTor > 1 {
 		return fmt.Errorf("add-path ToR %d is neither 0, 1 nor -1", o.AddPathTor)

@@ -24,12 +24,29 @@ const LeafSpineBFD = "bfd: {receiveInterval: 300ms, transmitInterval: 300ms, mul
 // hold time, and LeafSpineBFD with Opts.BFD. The lab's nodes run no kube-proxy: no health checks. More
 // top-level YAML may be appended to it.
 func (ls *LeafSpine) AgentCloudConfig(holdTime time.Duration, pool ...string) string {
+	var b strings.Builder
+	b.WriteString(ls.agentConfigHead(pool))
+	bfd := ""
+	if ls.Opts.BFD {
+		bfd = ", " + LeafSpineBFD
+	}
+	for r := range ls.Tors {
+		for _, f := range []Family{IPv4, IPv6} {
+			fmt.Fprintf(&b, "  - {address: %q, asn: %d, holdTime: %s, nodeSelector: {matchLabels: {%s: %s}}%s}\n",
+				LeafSpineTorAddr(f, r), ls.Opts.TorASN[r], holdTime, LeafSpineZoneLabel, LeafSpineZone(r), bfd)
+		}
+	}
+	return b.String()
+}
+
+// agentConfigHead is the agents' cloud-config up to the peers' entries:
+// one pool of the given ranges, no health checks, announceFrom Nodes.
+func (ls *LeafSpine) agentConfigHead(pool []string) string {
 	quoted := make([]string, len(pool))
 	for i, p := range pool {
 		quoted[i] = fmt.Sprintf("%q", p)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `apiVersion: metal-ccm.io/v1alpha1
+	return fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
 kind: CloudConfig
 loadBalancer:
   pools:
@@ -42,15 +59,4 @@ bgp:
   announceFrom: Nodes
   peers:
 `, strings.Join(quoted, ", "), ls.Opts.NodeASN)
-	bfd := ""
-	if ls.Opts.BFD {
-		bfd = ", " + LeafSpineBFD
-	}
-	for r := range ls.Tors {
-		for _, f := range []Family{IPv4, IPv6} {
-			fmt.Fprintf(&b, "  - {address: %q, asn: %d, holdTime: %s, nodeSelector: {matchLabels: {%s: %s}}%s}\n",
-				LeafSpineTorAddr(f, r), ls.Opts.TorASN[r], holdTime, LeafSpineZoneLabel, LeafSpineZone(r), bfd)
-		}
-	}
-	return b.String()
 }

@@ -112,6 +112,9 @@ func (ls *LeafSpine) buildRack(r int) error {
 	if err := permanentNeighbors(ls.Spine, lsSpineTorLink(r), LeafSpineSpineAddr(IPv6, r), tor, lsUplink, LeafSpineTorUplinkAddr(IPv6, r)); err != nil {
 		return err
 	}
+	if ls.Opts.unnumbered(r) {
+		return ls.buildUnnumberedRack(r)
+	}
 	rack, err := newSegment(tor)
 	if err != nil {
 		return err

@@ -58,3 +58,22 @@ func TestLeafSpineBFDDocs(t *testing.T) {
 		}
 	}
 }
+
+// TestLeafSpineUnnumberedDocs keeps docs/leaf-spine.md's unnumbered FRR ToR
+// the one the lab runs with LeafSpineOptions.Unnumbered.
+func TestLeafSpineUnnumberedDocs(t *testing.T) {
+	tors, _, err := LeafSpineConfigs(LeafSpineOptions{TorRouter: [2]RouterKind{RouterBIRD, RouterFRR}, Unnumbered: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := DocBlock("leaf-spine.md", "<!-- leafspine:unnumbered -->")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.TrimRight(tors[lsUnnumberedRack], "\n"); block != want {
+		t.Errorf("docs/leaf-spine.md: the unnumbered ToR config differs from the lab's; put this in its block:\n%s", want)
+	}
+	if !strings.Contains(tors[lsUnnumberedRack], " neighbor n0 interface remote-as ") {
+		t.Errorf("the unnumbered ToR has no interface neighbour:\n%s", tors[lsUnnumberedRack])
+	}
+}

@@ -26,8 +26,13 @@ func (ls *LeafSpine) SpineConfig() string { return ls.routers[ls.Spine].conf }
 func (ls *LeafSpine) torRouterConfig(r int) routerConfig {
 	bird, peers := ls.birdTorConfig(r)
 	cfg := routerConfig{
-		bird:     func() string { return bird },
-		frr:      func() (string, error) { return ls.frrTorConfig(r) },
+		bird: func() string { return bird },
+		frr: func() (string, error) {
+			if ls.Opts.unnumbered(r) {
+				return ls.frrUnnumberedTorConfig(r)
+			}
+			return ls.frrTorConfig(r)
+		},
 		peerAddr: peersOf(peers),
 		sessions: 2, // bgpd is ready with its two spine sessions
 	}

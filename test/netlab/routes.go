@@ -23,13 +23,30 @@ type Route struct {
 
 // jsonRoute is one entry of `ip -j route show`: a single-path route has
 // gateway, a multipath route has nexthops.
+// An IPv4 route with an IPv6 next hop (RFC 8950, an unnumbered rack) has
+// via instead of gateway.
 type jsonRoute struct {
-	Dst      string `json:"dst"`
-	Gateway  string `json:"gateway"`
+	Dst      string  `json:"dst"`
+	Gateway  string  `json:"gateway"`
+	Via      jsonVia `json:"via"`
 	NextHops []struct {
-		Gateway string `json:"gateway"`
-		Weight  int    `json:"weight"`
+		Gateway string  `json:"gateway"`
+		Via     jsonVia `json:"via"`
+		Weight  int     `json:"weight"`
 	} `json:"nexthops"`
+}
+
+// jsonVia is the next hop of another family in `ip -j route show`.
+type jsonVia struct {
+	Host string `json:"host"`
+}
+
+// or is gw, else the via's host.
+func (v jsonVia) or(gw string) string {
+	if gw != "" {
+		return gw
+	}
+	return v.Host
 }
 
 // Routes lists the routes of family f that the router's BGP daemon installed
@@ -61,11 +78,11 @@ func parseRoutes(f Family, data []byte) ([]Route, error) {
 			gateway string
 			weight  int
 		}
-		gateways := []hop{{r.Gateway, 1}}
+		gateways := []hop{{r.Via.or(r.Gateway), 1}}
 		if len(r.NextHops) > 0 {
 			gateways = gateways[:0]
 			for _, nh := range r.NextHops {
-				gateways = append(gateways, hop{nh.Gateway, max(nh.Weight, 1)})
+				gateways = append(gateways, hop{nh.Via.or(nh.Gateway), max(nh.Weight, 1)})
 			}
 		}
 		type weighted struct {

@@ -26,7 +26,8 @@ var (
 
 // agentSpeakerConfig is the BGP speaker of node n: the peers whose nodeSelector
 // matches n (each session's source address is the kernel's choice: the
-// node's address on the route to the peer), n's AS number (its
+// node's address on the route to the peer; a peer on an interface gets
+// the node's link-local address there as next hop), n's AS number (its
 // bgp.nodeASNLabel label, else bgp.asn) and n's IPv4 InternalIP as router ID.
 func agentSpeakerConfig(cfg *config.CloudConfig, n *v1.Node) (speaker.Config, error) {
 	b := &cfg.BGP
@@ -55,6 +56,9 @@ func agentSpeakerConfig(cfg *config.CloudConfig, n *v1.Node) (speaker.Config, er
 			return speaker.Config{}, err
 		}
 		peer.RestartTime = restartTime(peer)
+		// On a link-local session the router reaches the node at its
+		// link-local address on that link, not at its node address.
+		peer.NextHopSelf = peer.Interface != ""
 		out.Peers = append(out.Peers, peer)
 	}
 	return out, nil

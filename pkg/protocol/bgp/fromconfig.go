@@ -11,7 +11,8 @@ import (
 )
 
 // PeerFrom is the session of the cloud-config's peer p (bgp.peers[i]), as
-// both the replicas and the node agents run it: address, AS, port, hold
+// both the replicas and the node agents run it: address or interface
+// (a link-local session), AS, port, hold
 // time, multihop TTL, TTL security, BFD, graceful restart, the pod-route filter (a peer with
 // podRoutes false gets nothing inside routes.clusterCIDRs) and the password
 // read from its file. The caller adds what differs: the replicas' fixed
@@ -19,6 +20,14 @@ import (
 func PeerFrom(p *config.BGPPeer, i int, r *config.Routes) (speaker.Peer, error) {
 	peer := speaker.Peer{Name: p.PeerName(), Address: p.Addr(), ASN: p.ASN, Port: p.Port, MultihopTTL: uint8(p.EBGPMultihop), //nolint:gosec // validated: 0 to 255
 		TTLSecurity: p.TTLSecurity}
+	if p.Interface != "" {
+		peer.Interface, peer.Address = p.Interface, p.LinkLocalAddr()
+	}
+	if p.DefaultGateway != "" {
+		if err := gatewayPeer(&peer, p.DefaultGateway); err != nil {
+			return speaker.Peer{}, fmt.Errorf("bgp.peers[%d]: %w", i, err)
+		}
+	}
 	if p.HoldTime != nil {
 		peer.HoldTime = p.HoldTime.Duration
 	}

@@ -44,7 +44,7 @@ func sessions(sp *speaker.Speaker) []session {
 	states := sp.PeerStates()
 	out := make([]session, 0, len(states))
 	for _, p := range states {
-		s := session{peer: p.Address.String(), state: p.State}
+		s := session{peer: p.Where(), state: p.State}
 		if p.Established() {
 			s.up = 1
 		}

@@ -234,8 +234,8 @@ func speakerConfig(b *config.BGP, rt *config.Routes) (speaker.Config, error) {
 func routerIDFor(peers []speaker.Peer) (netip.Addr, error) {
 	for _, v4 := range []bool{true, false} {
 		for _, p := range peers {
-			if p.Address.Is4() != v4 {
-				continue
+			if p.Interface != "" || p.Address.Is4() != v4 {
+				continue // a link-local session gives no address to use
 			}
 			if p.LocalAddress.IsValid() {
 				return speaker.RouterIDFor(p.LocalAddress), nil

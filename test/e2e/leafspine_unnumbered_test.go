@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/metal-ccm/metal-ccm/test/framework"
+	"github.com/metal-ccm/metal-ccm/test/netlab"
+)
+
+// TestLeafSpineUnnumbered: rack 1's FRR 8.4 ToR peers with its nodes by
+// interface (neighbor IFACE interface, BGP unnumbered), the real agents
+// with a peer on their link (bgp.peers[].interface), the ToR found from
+// its Router Advertisements. The sessions between link-local addresses
+// carry the LoadBalancer address's IPv4 and IPv6 routes, both with the
+// nodes' link-local addresses as next hops in the ToR's kernel (IPv4
+// through IPv6 next hops, RFC 8950), and the client behind the spine
+// reaches both nodes through them. Rack 0's agents peer with the gateway
+// of their default routes (bgp.peers[].defaultGateway), their BIRD ToR:
+// its kernel routes the address to them, and the spine across both racks.
+func TestLeafSpineUnnumbered(t *testing.T) {
+	const r = 1
+	start := time.Now()
+	ls := netlab.NewLeafSpine(t, netlab.LeafSpineOptions{TorRouter: [2]netlab.RouterKind{netlab.RouterBIRD, netlab.RouterFRR}, Unnumbered: true})
+	t.Logf("lab started in %s", time.Since(start).Round(time.Millisecond))
+	ctx := context.Background()
+	var where []agentPlace
+	for rack := range 2 {
+		for i := range ls.Racks[rack] {
+			name := fmt.Sprintf("unnumbered-r%dn%d", rack, i)
+			if _, err := framework.CreateReadyNode(ctx, client, name,
+				netlab.LeafSpineNodeAddr(netlab.IPv4, rack, i).String(), netlab.LeafSpineNodeAddr(netlab.IPv6, rack, i).String()); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+			patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, netlab.LeafSpineZoneLabel, netlab.LeafSpineZone(rack))
+			if _, err := client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			where = append(where, agentPlace{node: name, netns: ls.NodeNamespace(rack, i)})
+		}
+	}
+	cfg := filepath.Join(t.TempDir(), "cloud-config.yaml")
+	if err := os.WriteFile(cfg, []byte(ls.UnnumberedAgentCloudConfig(leafSpineHoldTime, "198.18.172.0/24", "2001:db8:172::/120")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cp.StartCCMForTest(t, framework.CCMOptions{Name: "ccm-unnumbered", CloudConfig: cfg,
+		Args: []string{"--leader-elect-resource-name", "e2e-unnumbered", "--configure-cloud-routes=false"}})
+	t.Logf("CCM started at %s", time.Since(start).Round(time.Millisecond))
+	ns := framework.NewNamespace(t, client, framework.NamespaceName(t), framework.ReleaseServices(30*time.Second))
+	startAgentsIn(t, where, cfg)
+	t.Logf("lab, CCM and agents started in %s", time.Since(start).Round(time.Millisecond))
+
+	framework.CreateLoadBalancer(t, client, ns, "web", framework.DualStack)
+	vips := waitVIPs(t, ns, "web", 2)
+	for rack := range 2 {
+		for i := range ls.Racks[rack] {
+			if err := ls.ServeVIP(rack, i, vips...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, vip := range vips {
+		f := netlab.IPv4
+		if vip.Is6() {
+			f = netlab.IPv6
+		}
+		p := netlab.HostPrefix(vip)
+		waitFrom := time.Now()
+		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		// Each node's path, its link-local address as next hop, for IPv4
+		// too; the spine's, through the ToR.
+		if err := ls.WaitRoute(wctx, ls.Tors[r], p, ls.UnnumberedNodeLinkLocals()); err != nil {
+			cancel()
+			out, _ := ls.Vtysh(ls.Tors[r], "show bgp neighbors", "show bgp ipv4 unicast", "show bgp ipv6 unicast")
+			t.Fatalf("ToR %d: %v\n%s\n%s", r, err, out, ls.RouterLogs())
+		}
+		t.Logf("%s: both nodes' paths in the ToR's kernel %s after the wait began", vip, time.Since(waitFrom).Round(time.Millisecond))
+		// Rack 0: the agents' sessions with their default gateway.
+		if err := ls.WaitRoute(wctx, ls.Tors[0], p, ls.NodeAddrs(f, 0)); err != nil {
+			cancel()
+			t.Fatalf("ToR 0: %v\n%s", err, ls.RouterLogs())
+		}
+		err := ls.WaitRoute(wctx, ls.Spine, p, []netip.Addr{netlab.LeafSpineTorUplinkAddr(f, 0), netlab.LeafSpineTorUplinkAddr(f, r)})
+		cancel()
+		if err != nil {
+			t.Fatalf("spine: %v", err)
+		}
+		seen, err := netlab.Answers(ctx, ls.ClientGet, netlab.VIPURL(vip), 60)
+		if err != nil {
+			t.Fatalf("requests to %s: %v", vip, err)
+		}
+		if seen["r1n0"] == 0 || seen["r1n1"] == 0 || seen["r0n0"]+seen["r0n1"] == 0 {
+			t.Errorf("60 requests to %s reached %v, want both nodes of the unnumbered rack and the other rack", vip, seen)
+		}
+	}
+}
