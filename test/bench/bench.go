@@ -87,6 +87,10 @@ type Options struct {
 	// SteadyNotReady registers the steady state's nodes NotReady, so that
 	// they are not next hops of any announcement.
 	SteadyNotReady bool
+	// Peers is the number of BGP peers the CCM has (default 1): with the
+	// router lab, one session from each of that many speaker addresses to
+	// the router, so that GoBGP keeps a table and sends every path per peer.
+	Peers int
 	// HealthNodes is the size of the node health checks scenario, and
 	// HealthIdle how long each of its two replicas is watched.
 	HealthNodes int
@@ -167,6 +171,10 @@ func Profile(name string) (Options, error) {
 	return o, nil
 }
 
+// maxPeers is the most BGP peers the bench gives the CCM: the router lab's
+// speaker addresses.
+const maxPeers = 8
+
 func (o *Options) validate() error {
 	var errs []error
 	if o.Dir == "" {
@@ -195,6 +203,12 @@ func (o *Options) validate() error {
 		if n.v < 1 || n.v > n.max {
 			errs = append(errs, fmt.Errorf("%s: %d out of range 1..%d", n.name, n.v, n.max))
 		}
+	}
+	if o.Peers == 0 {
+		o.Peers = 1
+	}
+	if o.Peers < 1 || o.Peers > maxPeers {
+		errs = append(errs, fmt.Errorf("peers: %d out of range 1..%d", o.Peers, maxPeers))
 	}
 	if o.LBServices+o.LocalServices > o.SteadyServices {
 		o.SteadyServices = o.LBServices + o.LocalServices

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -126,7 +127,7 @@ func (e *env) startRouter() error {
 		return nil
 	}
 	e.log.Info("Starting the BIRD router lab")
-	lab, err := netlab.Start(netlab.Options{Nodes: labNodes + 1, Speakers: 1})
+	lab, err := netlab.Start(netlab.Options{Nodes: labNodes + 1, Speakers: 1, SecondRouter: e.o.Peers > 1, SecondRouterASN: netlab.DefaultRouterASN})
 	switch {
 	case err == nil:
 		e.lab = lab
@@ -171,17 +172,33 @@ func (e *env) clients() error {
 	return err
 }
 
-// cloudConfig is the CCM's config: one pool, and a BGP session with the
-// router, or, without one, with a closed port on 127.0.0.1, so that the
-// speaker and the announcer still do all their work.
+// cloudConfig is the CCM's config: one pool, and Peers BGP peers. With the
+// router lab, the first is the router and the second its second address (a
+// session of its own, on netlab.SecondRouterPort); any more, and every peer
+// without the lab, are closed ports on 127.0.0.1, so that the speaker and
+// the announcer still do all their work (GoBGP keeps a table per peer,
+// session or not; only the paths it has sent are missing).
 func (e *env) cloudConfig() (string, error) {
-	peer, local, port := netlab.RouterAddr(netlab.IPv4).String(), netlab.SpeakerAddr(netlab.IPv4, 0).String(), 179
-	if e.lab == nil {
-		p, err := framework.FreePort()
-		if err != nil {
-			return "", fmt.Errorf("bench: %w", err)
+	var peers strings.Builder
+	for i := range e.o.Peers {
+		peer, local, port := netlab.RouterAddr(netlab.IPv4).String(), netlab.SpeakerAddr(netlab.IPv4, 0).String(), 179
+		switch {
+		case e.lab != nil && i == 1:
+			peer, port = netlab.SecondRouterAddr(netlab.IPv4).String(), netlab.SecondRouterPort
+		case e.lab == nil || i > 1:
+			p, err := framework.FreePort()
+			if err != nil {
+				return "", fmt.Errorf("bench: %w", err)
+			}
+			peer, local, port = fmt.Sprintf("127.0.0.%d", 1+i), "127.0.0.1", p
 		}
-		peer, local, port = "127.0.0.1", "127.0.0.1", p
+		fmt.Fprintf(&peers, `  - name: router-%d
+    address: %s
+    port: %d
+    asn: %d
+    localAddress: %s
+    holdTime: 9s
+`, i, peer, port, netlab.DefaultRouterASN, local)
 	}
 	body := fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
 kind: CloudConfig
@@ -193,21 +210,27 @@ bgp:
   asn: %d
   routerID: %s
   peers:
-  - address: %s
-    port: %d
-    asn: %d
-    localAddress: %s
-    holdTime: 9s
-# The bench's nodes run no kube-proxy and their addresses lead nowhere but
+%s# The bench's nodes run no kube-proxy and their addresses lead nowhere but
 # the machine's default route: no health checks (scenario 0 measures them).
 healthChecks:
   enabled: false
-`, lbPool, netlab.DefaultSpeakerASN, netlab.SpeakerAddr(netlab.IPv4, 0), peer, port, netlab.DefaultRouterASN, local)
+`, lbPool, netlab.DefaultSpeakerASN, netlab.SpeakerAddr(netlab.IPv4, 0), peers.String())
 	e.cfgPath, e.cfgBody = filepath.Join(e.o.Dir, "cloud-config.yaml"), body
 	if err := os.WriteFile(e.cfgPath, []byte(body), 0o600); err != nil {
 		return "", fmt.Errorf("bench: write cloud-config: %w", err)
 	}
 	return e.cfgPath, nil
+}
+
+// peersNote says which of the CCM's peers have a session (cloudConfig).
+func (e *env) peersNote() string {
+	if e.lab == nil {
+		return "closed ports on 127.0.0.1 (no router lab)"
+	}
+	if e.o.Peers == 2 {
+		return "the router's two addresses, a session with each"
+	}
+	return fmt.Sprintf("the router's two addresses, a session with each, and %d closed ports on 127.0.0.1", e.o.Peers-2)
 }
 
 // startCCM starts the replica, ours or BENCH_CCM_CMD's, with the same flags.

@@ -89,6 +89,9 @@ func (e *env) steadyState(ctx context.Context, s *Scenario) error {
 		s.add("speaker_changes", "speaker path changes", float64(sw.changes), "count")
 		s.add("announcer_errors", "announcer failures logged (\"Cannot announce\")", float64(sw.errors), "count")
 	}
+	if e.o.Peers > 1 {
+		s.notef("%d BGP peers: %s", e.o.Peers, e.peersNote())
+	}
 	if !e.o.SteadyNotReady {
 		s.notef("the %d nodes are Ready, so each address has %d next hops; -steady-not-ready leaves them out of the announcements",
 			e.o.SteadyNodes+labNodes, e.o.SteadyNodes+labNodes)

@@ -59,6 +59,7 @@ func run() error {
 	steadyNodes := flag.Int("steady-nodes", def.SteadyNodes, "scenario 5: nodes (5000 in -profile full)")
 	steadyServices := flag.Int("steady-services", def.SteadyServices, "scenario 5: LoadBalancer Services in all (10000 in -profile full)")
 	steadyIdle := flag.Duration("steady-idle", def.SteadyIdle, "scenario 5: how long to watch the idle CCM")
+	peers := flag.Int("peers", 1, "BGP peers of the CCM: sessions with the router lab from that many speaker addresses (at most 8)")
 	notReady := flag.Bool("steady-not-ready", false, "scenario 5: register the nodes NotReady, so they are no next hops")
 	healthNodes := flag.Int("health-nodes", def.HealthNodes, "scenario 0: nodes whose kube-proxy /healthz the replica checks (at most 1022)")
 	healthIdle := flag.Duration("health-idle", def.HealthIdle, "scenario 0: how long to watch each replica (checks off, then on)")
@@ -106,7 +107,7 @@ func run() error {
 			}
 		}
 	})
-	o.SteadyNotReady, o.TorFRR = *notReady, *torFRR
+	o.SteadyNotReady, o.TorFRR, o.Peers = *notReady, *torFRR, *peers
 	o.ClientQPS, o.ClientBurst, o.Workers = float32(*qps), *burst, *workers
 	o.Router, o.APIServerArgs = *router, apiArgs
 	o.CCMCommand = strings.TrimSpace(os.Getenv("BENCH_CCM_CMD"))
