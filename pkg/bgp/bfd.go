@@ -2,7 +2,10 @@ package bgp
 
 import (
 	"context"
+	"net/netip"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	api "github.com/osrg/gobgp/v4/api"
@@ -15,7 +18,7 @@ import (
 // (wg counts it); nil otherwise. When BFD sees the path fail (RFC 5882
 // section 4.3: not when the router took its BFD session down on purpose)
 // the BGP session is closed and dialed again, as when its hold timer
-// expires, instead of after the hold time.
+// expires, instead of after the hold time (resetOnBFD).
 func (s *Speaker) startBFD(ctx context.Context, wg *sync.WaitGroup, logger logr.Logger, i int, srv *server.BgpServer) *bfd.Session {
 	p := s.cfg.Peers[i]
 	if p.BFD == nil {
@@ -24,7 +27,7 @@ func (s *Speaker) startBFD(ctx context.Context, wg *sync.WaitGroup, logger logr.
 	cfg := bfd.Config{Peer: p.Address, Local: p.LocalAddress, Hops: p.MultihopTTL,
 		MinRx: p.BFD.ReceiveInterval, MinTx: p.BFD.TransmitInterval, Multiplier: p.BFD.Multiplier}
 	sess := bfd.New(cfg, logger.WithName("bfd"), func(ev bfd.Event) {
-		if ev.From != bfd.Up || ev.To != bfd.Down || ev.RemoteAdminDown {
+		if !resetOnBFD(ev, bgpState(ctx, srv, p.Address)) {
 			return
 		}
 		logger.Info("BFD session failed: resetting the BGP session", "peer", p.Address, "diagnostic", ev.Diagnostic)
@@ -38,6 +41,57 @@ func (s *Speaker) startBFD(ctx context.Context, wg *sync.WaitGroup, logger logr.
 		sess.Run(ctx)
 	}()
 	return sess
+}
+
+// resetOnBFD reports whether a BFD event resets the BGP session, in state
+// bgp: only a failure of an Up session (not the router's AdminDown), and
+// only while the BGP session is established. A BGP session that is not
+// established has nothing to reset, and GoBGP's reset is a Cease
+// NOTIFICATION that only an established session sends: asked for in any
+// other state, it waits and closes the next session as soon as that is
+// established. With a router that makes a new BFD session (with a new
+// discriminator) for each BGP session, as BIRD does, that next close takes
+// the BFD session down again, whose reset closes the session after, and so
+// on: the BGP session would never stay up.
+func resetOnBFD(ev bfd.Event, bgp string) bool {
+	return ev.From == bfd.Up && ev.To == bfd.Down && !ev.RemoteAdminDown && bgp == StateEstablished
+}
+
+// bgpState is the state of srv's session with peer, as PeerState has it;
+// "idle" when srv does not tell.
+func bgpState(ctx context.Context, srv *server.BgpServer, peer netip.Addr) string {
+	state := "idle"
+	_ = srv.ListPeer(context.WithoutCancel(ctx), &api.ListPeerRequest{Address: peer.String()}, func(p *api.Peer) {
+		if st, ok := peerState(p); ok && st.Address == peer {
+			state = st.State
+		}
+	})
+	return state
+}
+
+// routerDownWait bounds how long a stopping speaker waits after its Ceases
+// for the routers to take their ends of the BFD sessions down.
+const routerDownWait = 2 * time.Second
+
+// waitRouterDown returns when no session of sessions is Up, or after d.
+//
+// BIRD 2 takes a BFD AdminDown for a failure (RFC 5882 section 3.2 says it
+// is none), and a BFD failure of an established BGP session makes it refuse
+// that neighbour's sessions for its error wait time (60 s, doubled on each
+// error up to 300 s). An AdminDown sent right after the Cease can be handled
+// before the Cease: the BFD session must go down only once the router has
+// closed the BGP session. Both routers then show it on BFD: BIRD makes a new
+// BFD session for the neighbour's next BGP session, whose first packets
+// (Down, no Your Discriminator) take this end down, and FRR deletes its
+// session, whose silence takes it down after the detection time.
+func waitRouterDown(sessions []*bfd.Session, d time.Duration) {
+	up := func() bool {
+		return slices.ContainsFunc(sessions, func(s *bfd.Session) bool { return s != nil && s.State() == bfd.Up })
+	}
+	deadline := time.Now().Add(d)
+	for up() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // bfdState is the State of a peer's BFD session in PeerState: "" without

@@ -166,8 +166,9 @@ func (s *Speaker) Start(ctx context.Context) error {
 	s.servers, s.bfd, s.closing = nil, nil, true
 	s.mu.Unlock()
 	stopAll(servers)
-	// After the Ceases: the BFD sessions end with AdminDown, which the
-	// routers do not take for a failure.
+	// After the Ceases, once the routers have closed their BGP sessions:
+	// the BFD sessions end with AdminDown (waitRouterDown).
+	waitRouterDown(sessions, routerDownWait)
 	stopBFD()
 	bfdRunning.Wait()
 	logger.Info("BGP speaker stopped")

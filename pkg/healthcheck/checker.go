@@ -92,6 +92,11 @@ type Checker struct {
 	ctx     context.Context // Run's; nil before Run
 	wg      sync.WaitGroup
 	targets map[netip.AddrPort]*target
+	// slots hold the targets, each checked by its slot's goroutine; made
+	// as targets come, up to numSlots (slots.go).
+	slots []*slot
+	// base is the time the slots' phases count from.
+	base time.Time
 }
 
 // New returns a Checker with opts; notify is called, from the checking
@@ -99,7 +104,7 @@ type Checker struct {
 // observer may be nil.
 func New(opts Options, notify func(netip.AddrPort), observer Observer) *Checker {
 	return &Checker{opts: opts.withDefaults(), notify: notify, observer: observer,
-		targets: map[netip.AddrPort]*target{}}
+		targets: map[netip.AddrPort]*target{}, base: time.Now()}
 }
 
 // Options are the checker's options with defaults filled in.
@@ -110,8 +115,10 @@ func (c *Checker) Options() Options { return c.opts }
 func (c *Checker) Run(ctx context.Context) {
 	c.mu.Lock()
 	c.ctx = ctx
-	for _, t := range c.targets {
-		c.start(t)
+	for _, sl := range c.slots {
+		if len(sl.targets) > 0 {
+			c.start(sl)
+		}
 	}
 	c.mu.Unlock()
 	<-ctx.Done()
@@ -129,7 +136,7 @@ func (c *Checker) Set(want []netip.AddrPort) {
 	defer c.mu.Unlock()
 	for addr, t := range c.targets {
 		if !keep[addr] {
-			t.cancel()
+			t.slot.remove(t)
 			delete(c.targets, addr)
 		}
 	}
@@ -137,22 +144,23 @@ func (c *Checker) Set(want []netip.AddrPort) {
 		if _, ok := c.targets[addr]; ok {
 			continue
 		}
-		t := &target{addr: addr, cancel: func() {}}
+		t := &target{addr: addr, p: newProber(addr, c.opts.Path, c.opts.Timeout)}
 		c.targets[addr] = t
+		sl := c.slotFor()
+		sl.add(t)
 		if c.ctx != nil {
-			c.start(t)
+			c.start(sl)
 		}
 	}
 }
 
-// start runs t's checks; c.mu is held.
-func (c *Checker) start(t *target) {
-	if c.ctx.Err() != nil {
+// start runs sl's goroutine unless it runs; c.mu is held.
+func (c *Checker) start(sl *slot) {
+	if sl.running || c.ctx.Err() != nil {
 		return
 	}
-	ctx, cancel := context.WithCancel(c.ctx)
-	t.cancel = cancel
-	c.wg.Go(func() { c.loop(ctx, t) })
+	sl.running = true
+	c.wg.Go(func() { c.runSlot(c.ctx, sl) })
 }
 
 // State is a target's state (Unknown for one not checked).
@@ -176,46 +184,16 @@ func (c *Checker) Counts() map[State]int {
 	return out
 }
 
-// target is one checked endpoint; state, fails and passes are under the
-// Checker's mu.
+// target is one checked endpoint; state, fails, passes, slot and next are
+// under the Checker's mu; p is its slot goroutine's.
 type target struct {
 	addr          netip.AddrPort
-	cancel        context.CancelFunc
 	state         State
 	fails, passes int
-}
-
-// loop checks t every Interval until ctx ends.
-func (c *Checker) loop(ctx context.Context, t *target) {
-	p := newProber(t.addr, c.opts.Path, c.opts.Timeout)
-	defer p.close()
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		}
-		start := time.Now()
-		passed := p.check(ctx)
-		took := time.Since(start)
-		if ctx.Err() != nil {
-			return
-		}
-		if c.observer != nil {
-			c.observer.Checked(t.addr, passed, took)
-		}
-		state := c.record(t, passed)
-		wait := max(c.opts.Interval-took, 0)
-		if !passed && state == Healthy {
-			// A failure of a healthy target is checked again at once: a
-			// dead node is withdrawn after FailuresToWithdraw timeouts,
-			// not that many intervals.
-			wait = 0
-		}
-		timer.Reset(wait)
-	}
+	slot          *slot
+	// next is when the target is due: zero (at once) when new.
+	next time.Time
+	p    *prober
 }
 
 // record counts a result, applies the hysteresis and returns the state.

@@ -20,7 +20,8 @@ const maxBody = 4 << 10
 var errBadAnswer = errors.New("not an HTTP/1.x answer")
 
 // prober checks one target over one kept-alive HTTP/1.1 connection. A
-// check costs one write and one read on a connection that is already open:
+// check costs one write and one read on a connection that is already open
+// (the slot writes its targets' requests, then reads their answers):
 // the request is built once, no context or timer is made per check (the
 // connection's deadline bounds it), and only the status line and the
 // headers that say how long the body is are parsed. A replica checks
@@ -57,6 +58,32 @@ func (p *prober) check(ctx context.Context) bool {
 	return ok
 }
 
+// send writes the request on the kept connection (the caller checks there
+// is one), with deadline for the answer receive reads. The write has no
+// deadline (one runtime timer less per check): a request of a hundred bytes
+// never fills the socket's buffer, since at most one is unanswered on a
+// connection at a time (a check that fails closes it).
+func (p *prober) send(deadline time.Time) error {
+	if err := p.conn.SetReadDeadline(deadline); err != nil {
+		return err
+	}
+	_, err := p.conn.Write(p.request)
+	return err
+}
+
+// receive reads the answer to what send wrote: whether it is 200; the
+// connection is closed when the answer says so.
+func (p *prober) receive() (bool, error) {
+	status, keep, err := readAnswer(p.br)
+	if err != nil {
+		return false, err
+	}
+	if !keep {
+		p.close()
+	}
+	return status == 200, nil
+}
+
 // roundTrip sends the request on the kept connection, dialing one if
 // needed, and reads the answer.
 func (p *prober) roundTrip(ctx context.Context, deadline time.Time) (bool, error) {
@@ -74,20 +101,10 @@ func (p *prober) roundTrip(ctx context.Context, deadline time.Time) (bool, error
 			p.br.Reset(c)
 		}
 	}
-	if err := p.conn.SetDeadline(deadline); err != nil {
+	if err := p.send(deadline); err != nil {
 		return false, err
 	}
-	if _, err := p.conn.Write(p.request); err != nil {
-		return false, err
-	}
-	status, keep, err := readAnswer(p.br)
-	if err != nil {
-		return false, err
-	}
-	if !keep {
-		p.close()
-	}
-	return status == 200, nil
+	return p.receive()
 }
 
 // readAnswer reads an HTTP/1.x answer's status and headers and, when its

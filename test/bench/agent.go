@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -333,24 +331,11 @@ healthChecks:
 
 // prefixes reads metal_ccm_agent_bgp_announced_prefixes from the agent.
 func (al *agentLab) prefixes(ctx context.Context) (float64, error) {
-	url := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(agentStatusPort)) + "/metrics"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	text, err := al.agentMetrics(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("bench: %w", err)
+		return 0, err
 	}
-	resp, err := al.client.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("bench: agent /metrics: %w", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, fmt.Errorf("bench: agent /metrics: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("bench: agent /metrics: %s", resp.Status)
-	}
-	return promSum(string(body), "metal_ccm_agent_bgp_announced_prefixes", nil), nil
+	return promSum(text, "metal_ccm_agent_bgp_announced_prefixes", nil), nil
 }
 
 // smapsRollup is the anonymous and file-backed parts of process pid's RSS

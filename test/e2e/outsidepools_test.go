@@ -31,7 +31,7 @@ var (
 // warns, and sets the Service's own address back (routed again) or keeps
 // the written one (not routed), as the allocator's record says.
 func TestOnlyPoolAddressesAreAnnounced(t *testing.T) {
-	eachRouter(t, 1, func(t *testing.T, lab *netlab.Lab, router netlab.RouterKind) {
+	eachRouter(t, netlab.Options{Speakers: 1}, func(t *testing.T, lab *netlab.Lab, router netlab.RouterKind) {
 		ns := framework.NewNamespace(t, client, framework.NamespaceName(t))
 		// Before the replica starts, as a migration leaves it.
 		adopted := framework.CreateLoadBalancer(t, client, ns, "adopted")

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,8 +31,12 @@ var routers = []netlab.RouterKind{netlab.RouterBIRD, netlab.RouterFRR}
 // NotReady and Ready) leaves no stale path behind once it is back. This is
 // where FRR before the fix of its End-of-RIB stale-path bug kept routes to
 // deleted addresses forever when a replica went through graceful restart.
+// The replicas run BFD with the router: BIRD keeps its default error wait
+// time (60 s, more than sessionTimeout), so a stop whose BFD AdminDown BIRD
+// handled before its Cease (a BFD failure of an established session to
+// BIRD) keeps the restarted replica's session down past the wait.
 func TestStopWithAnotherReplica(t *testing.T) {
-	eachRouter(t, 2, func(t *testing.T, lab *netlab.Lab, router netlab.RouterKind) {
+	eachRouter(t, netlab.Options{Speakers: 2, BFD: true}, func(t *testing.T, lab *netlab.Lab, router netlab.RouterKind) {
 		lease := "e2e-stop-" + string(router)
 		pool4, pool6 := "198.18.111.0/24", "2001:db8:111::/120"
 		replicas := []*framework.CCM{
@@ -41,6 +46,8 @@ func TestStopWithAnotherReplica(t *testing.T) {
 		ns := framework.NewNamespace(t, client, "stop-"+string(router))
 		v4, spk := lab.NodeAddrs(netlab.IPv4), lab.SpeakerAddrs(netlab.IPv4)
 		waitEstablished(t, lab, sessionTimeout, spk...)
+		// BFD with both replicas, on both families' sessions.
+		waitBFDUp(t, lab, slices.Concat(spk, lab.SpeakerAddrs(netlab.IPv6))...)
 
 		// restart stops replica i with SIGTERM, checks how it stopped,
 		// runs whileDown, then starts it again and waits for its session.
@@ -55,6 +62,9 @@ func TestStopWithAnotherReplica(t *testing.T) {
 			whileDown(log)
 			replicas[i] = startReplica(t, lab, i, lease, pool4, pool6)
 			waitEstablished(t, lab, sessionTimeout, spk[i])
+			// The restarted replica's BFD sessions, with new
+			// discriminators, come up at the router again.
+			waitBFDUp(t, lab, spk[i], lab.SpeakerAddrs(netlab.IPv6)[i])
 		}
 
 		// A Service deleted while the leader is down.
@@ -99,7 +109,7 @@ func TestStopWithAnotherReplica(t *testing.T) {
 // its paths through graceful restart, and no request is lost until it is
 // back. It also releases the leader-election Lease.
 func TestStopSingleReplicaKeepsRoutes(t *testing.T) {
-	eachRouter(t, 1, func(t *testing.T, lab *netlab.Lab, router netlab.RouterKind) {
+	eachRouter(t, netlab.Options{Speakers: 1}, func(t *testing.T, lab *netlab.Lab, router netlab.RouterKind) {
 		lease := "e2e-single-" + string(router)
 		pool4, pool6 := "198.18.112.0/24", "2001:db8:112::/120"
 		c := startReplica(t, lab, 0, lease, pool4, pool6)
@@ -139,12 +149,13 @@ func TestStopSingleReplicaKeepsRoutes(t *testing.T) {
 }
 
 // eachRouter runs fn in a subtest per router, each with a lab of 3 nodes
-// and the given number of speaker addresses, and the lab's nodes
-// registered.
-func eachRouter(t *testing.T, speakers int, fn func(t *testing.T, lab *netlab.Lab, router netlab.RouterKind)) {
+// and opts (its speaker addresses, BFD), and the lab's nodes registered.
+func eachRouter(t *testing.T, opts netlab.Options, fn func(t *testing.T, lab *netlab.Lab, router netlab.RouterKind)) {
 	for _, router := range routers {
 		t.Run(string(router), func(t *testing.T) {
-			lab := netlab.New(t, netlab.Options{Nodes: 3, Speakers: speakers, Router: router})
+			o := opts
+			o.Nodes, o.Router = 3, router
+			lab := netlab.New(t, o)
 			registerLabNodes(t, lab)
 			fn(t, lab, router)
 		})
@@ -254,4 +265,14 @@ func sameSet(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// waitBFDUp waits until the router's BFD sessions with addrs are up.
+func waitBFDUp(t *testing.T, lab *netlab.Lab, addrs ...netip.Addr) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), sessionTimeout)
+	defer cancel()
+	if err := lab.WaitBFDUp(ctx, addrs...); err != nil {
+		t.Fatalf("BFD sessions with %v not up at the router: %v\n%s", addrs, err, lab.RouterLog())
+	}
 }

@@ -16,14 +16,20 @@ func (ls *LeafSpine) BFDStates(ns string) (map[netip.Addr]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rt.kind == RouterFRR {
-		out, err := rt.Vtysh("show bfd peers json")
+	return rt.BFDStates()
+}
+
+// BFDStates maps each BFD peer address of the router to its session's
+// state, as LeafSpine.BFDStates.
+func (n *routerNS) BFDStates() (map[netip.Addr]string, error) {
+	if n.kind == RouterFRR {
+		out, err := n.Vtysh("show bfd peers json")
 		if err != nil {
 			return nil, err
 		}
 		return parseFRRBFDPeers([]byte(out))
 	}
-	out, err := rt.Birdc("show", "bfd", "sessions")
+	out, err := n.Birdc("show", "bfd", "sessions")
 	if err != nil {
 		return nil, err
 	}
@@ -68,14 +74,24 @@ func parseBIRDBFDSessions(text string) map[netip.Addr]string {
 // WaitBFDUp polls until router namespace ns has BFD sessions up with all
 // the given peer addresses.
 func (ls *LeafSpine) WaitBFDUp(ctx context.Context, ns string, addrs ...netip.Addr) error {
+	rt, err := ls.router(ns)
+	if err != nil {
+		return err
+	}
+	return rt.WaitBFDUp(ctx, addrs...)
+}
+
+// WaitBFDUp polls until the router has BFD sessions up with all the given
+// peer addresses.
+func (n *routerNS) WaitBFDUp(ctx context.Context, addrs ...netip.Addr) error {
 	return poll(ctx, func() (bool, string) {
-		states, err := ls.BFDStates(ns)
+		states, err := n.BFDStates()
 		if err != nil {
 			return false, err.Error()
 		}
 		for _, a := range addrs {
 			if states[a] != "up" {
-				return false, fmt.Sprintf("%s: BFD sessions %v", ns, states)
+				return false, fmt.Sprintf("%s: BFD sessions %v", n.ns, states)
 			}
 		}
 		return true, ""

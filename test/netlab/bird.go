@@ -46,6 +46,9 @@ func (l *Lab) birdConfig() string {
 			f, channel(f))
 	}
 	b.WriteString(l.Opts.BirdExtra)
+	if l.Opts.BFD {
+		b.WriteString(labBirdBFD)
+	}
 	for _, f := range []Family{IPv4, IPv6} {
 		for _, p := range l.Opts.peers(f) {
 			if tpl := l.Opts.BirdTemplates[f]; tpl != "" {
@@ -57,6 +60,9 @@ func (l *Lab) birdConfig() string {
 			fmt.Fprintf(&b, "\tlocal %s as %d;\n", RouterAddr(f), l.Opts.RouterASN)
 			fmt.Fprintf(&b, "\tneighbor %s as %d;\n", p.addr, l.Opts.SpeakerASN)
 			b.WriteString("\tpassive on; # the speakers dial; they do not listen\n")
+			if l.Opts.BFD {
+				b.WriteString("\tbfd on;\n")
+			}
 			if pw := p.password; pw != "" {
 				fmt.Fprintf(&b, "\tpassword %q;\n", pw)
 			}
@@ -68,6 +74,19 @@ func (l *Lab) birdConfig() string {
 	}
 	return b.String()
 }
+
+// labBirdBFD is the router's bfd protocol with Options.BFD: the speakers'
+// profile (LeafSpineBFD), on every interface.
+const labBirdBFD = `protocol bfd {
+	interface "*" {
+		min rx interval 300 ms;
+		min tx interval 300 ms;
+		idle tx interval 300 ms;
+		multiplier 3;
+	};
+}
+
+`
 
 // SecondProtocolName is the BIRD protocol of speaker i's session of family
 // f with the second router address (Options.SecondRouter).

@@ -19,6 +19,10 @@ func (l *Lab) CloudConfig(i int, pool4, pool6 string) string {
 // CloudConfigFrom is CloudConfig with the sessions' source addresses given:
 // a node's (NodeAddr) for a CCM that runs on a node's network.
 func (l *Lab) CloudConfigFrom(local4, local6 netip.Addr, pool4, pool6 string) string {
+	bfd := ""
+	if l.Opts.BFD {
+		bfd = "\n    " + LeafSpineBFD
+	}
 	return WithPoolFields(fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
 kind: CloudConfig
 loadBalancer:
@@ -31,14 +35,14 @@ bgp:
   - address: %s
     asn: %d
     localAddress: %s
-    holdTime: 9s
+    holdTime: 9s%s
   - address: %q
     asn: %d
     localAddress: %q
-    holdTime: 9s
+    holdTime: 9s%s
 `, pool4, pool6, l.Opts.SpeakerASN,
-		RouterAddr(IPv4), l.Opts.RouterASN, local4,
-		RouterAddr(IPv6), l.Opts.RouterASN, local6), l.Opts.PoolFields...)
+		RouterAddr(IPv4), l.Opts.RouterASN, local4, bfd,
+		RouterAddr(IPv6), l.Opts.RouterASN, local6, bfd), l.Opts.PoolFields...)
 }
 
 // WithPoolFields adds YAML fields ("weightedECMP: true") to the pool named

@@ -38,6 +38,9 @@ func (l *Lab) frrConfig() (string, error) {
 		fmt.Fprintf(&b, " neighbor %s peer-group\n", group)
 		fmt.Fprintf(&b, " neighbor %s remote-as %d\n", group, l.Opts.SpeakerASN)
 		fmt.Fprintf(&b, " neighbor %s passive\n", group) // the speakers dial; they do not listen
+		if l.Opts.BFD {
+			fmt.Fprintf(&b, " neighbor %s bfd profile speakers\n", group)
+		}
 		for _, p := range l.Opts.peers(f) {
 			fmt.Fprintf(&b, " neighbor %s peer-group %s\n", p.addr, group)
 			if pw := p.password; pw != "" {

@@ -103,6 +103,11 @@ type Options struct {
 	// lists and route maps), and FRRImport names a route map the speakers'
 	// sessions import through ("": none).
 	FRRExtra, FRRImport string
+	// BFD runs BFD on the router's sessions with the speakers and
+	// NodePeers nodes (BIRD's bfd protocol, FRR's bfdd), 300 ms × 3, and
+	// CloudConfig gives the peers the same profile (LeafSpineBFD). Not with
+	// BirdTemplates, whose templates say the sessions' settings.
+	BFD bool
 	// FRRAfter is put in FRR's config after the lab's: more of the same
 	// `router bgp` (settings of the peer groups CCM and CCM6), which FRR
 	// merges into it.
@@ -130,6 +135,9 @@ func (o *Options) defaults() error {
 	}
 	if !slices.Contains(RouterKinds, o.Router) {
 		return fmt.Errorf("router %q is none of %q", o.Router, RouterKinds)
+	}
+	if o.BFD && len(o.BirdTemplates) > 0 {
+		return errors.New("BFD with BIRD templates: the templates say the sessions' settings")
 	}
 	if o.SecondRouter && o.Router != RouterBIRD {
 		return fmt.Errorf("a second router address needs %q", RouterBIRD)

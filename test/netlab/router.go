@@ -102,11 +102,26 @@ func newRouter(kind RouterKind, n *routerNS, cfg routerConfig) router {
 // routerConfig is the one-segment lab's: one session per speaker address
 // and node of NodePeers, per family.
 func (l *Lab) routerConfig() routerConfig {
-	return routerConfig{
+	cfg := routerConfig{
 		bird: l.birdConfig, frr: l.frrConfig, peerAddr: l.Opts.peerAddr,
 		sessions: len(l.Opts.peers(IPv4)) + len(l.Opts.peers(IPv6)),
 	}
+	if l.Opts.BFD {
+		cfg.bfdd = func() string { return lsFRRBfddDebug + labFRRBfddConfig }
+	}
+	return cfg
 }
+
+// labFRRBfddConfig is the router's bfdd config with Options.BFD: the
+// profile of its speaker peer groups, the speakers' (LeafSpineBFD).
+const labFRRBfddConfig = `bfd
+ profile speakers
+  receive-interval 300
+  transmit-interval 300
+  detect-multiplier 3
+ exit
+exit
+`
 
 // routerStopGrace is how long a router daemon gets to shut down (and remove
 // its kernel routes) before SIGKILL.

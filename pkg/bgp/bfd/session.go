@@ -69,7 +69,18 @@ type Session struct {
 	remoteMinRx     time.Duration
 	remoteDesiredTx time.Duration
 	remoteMult      uint8
+	// polling: a Poll Sequence runs (RFC 5880 section 6.5): the Desired
+	// Min TX Interval sent changed, and the periodic packets carry the
+	// Poll bit until a packet with the Final bit answers.
+	polling bool
 }
+
+// slowTx is the least Desired Min TX Interval while a session is not Up
+// (RFC 5880 section 6.8.3: "not less than one second"): a session that
+// cannot come up costs both systems one packet a second, not one per
+// configured interval, and the remote system's detection time for it is
+// counted on that second until it is Up.
+const slowTx = time.Second
 
 // New returns a session in state Down; onChange, which may be nil, is
 // called from Run on every change of state.
@@ -189,6 +200,9 @@ func (s *Session) handle(p packet) bool {
 		s.diag = diagNeighborDown
 		s.set(Down, false)
 	}
+	if p.final {
+		s.polling = false // the Poll Sequence is answered
+	}
 	if p.poll {
 		s.send(true)
 	}
@@ -196,9 +210,16 @@ func (s *Session) handle(p packet) bool {
 }
 
 func (s *Session) set(to State, remoteAdmin bool) {
+	before := s.desiredMinTx()
 	from := State(s.state.Swap(uint32(to))) //nolint:gosec // a State stored
 	if from == to {
 		return
+	}
+	if s.desiredMinTx() != before && to != AdminDown {
+		// Up, or no longer: the Desired Min TX Interval sent changes
+		// (slowTx), which a Poll Sequence tells (RFC 5880 section 6.8.3).
+		// AdminDown is the session's end: its last packet asks nothing.
+		s.polling = true
 	}
 	l := s.logger.V(2)
 	if from == Up || to == Up {
@@ -216,10 +237,22 @@ func (s *Session) detectionTime() time.Duration {
 	return time.Duration(s.remoteMult) * max(s.cfg.MinRx, s.remoteDesiredTx)
 }
 
+// desiredMinTx is the Desired Min TX Interval this system sends: its
+// configured one while Up, at least slowTx otherwise (RFC 5880 section
+// 6.8.3).
+func (s *Session) desiredMinTx() time.Duration {
+	if s.State() == Up {
+		return s.cfg.MinTx
+	}
+	return max(s.cfg.MinTx, slowTx)
+}
+
 // txInterval is the agreed interval of this system's packets: the larger
 // of its Desired Min TX Interval and the remote's Required Min RX Interval
-// (RFC 5880 section 6.8.7).
-func (s *Session) txInterval() time.Duration { return max(s.cfg.MinTx, s.remoteMinRx) }
+// (RFC 5880 section 6.8.7). Going Up lowers it at once (a shorter interval
+// needs no wait for the Poll Sequence's answer); leaving Up raises it at
+// once too, which the RFC allows for a session that is not Up.
+func (s *Session) txInterval() time.Duration { return max(s.desiredMinTx(), s.remoteMinRx) }
 
 // jitter is the time to the next packet: the agreed interval less 0 to
 // 25 % (at most 90 % of it with a Detect Mult of 1; RFC 5880 section
@@ -237,10 +270,16 @@ func (s *Session) jitter() time.Duration {
 }
 
 func (s *Session) send(final bool) {
-	p := packet{diag: s.diag, state: s.State(), final: final, mult: s.cfg.Multiplier, myDiscr: s.myDiscr,
-		yourDiscr: s.remoteDiscr, desiredMinTx: micros(s.cfg.MinTx), requiredMinRx: micros(s.cfg.MinRx)}
 	// A failed send is a lost packet: detection is the remote system's.
-	_, _ = s.tx.Write(p.marshal())
+	_, _ = s.tx.Write(s.packet(final).marshal())
+}
+
+// packet is the control packet this system sends now; final answers a
+// Poll, and then carries no Poll of its own (RFC 5880 section 6.5: never
+// both bits).
+func (s *Session) packet(final bool) packet {
+	return packet{diag: s.diag, state: s.State(), poll: s.polling && !final, final: final, mult: s.cfg.Multiplier,
+		myDiscr: s.myDiscr, yourDiscr: s.remoteDiscr, desiredMinTx: micros(s.desiredMinTx()), requiredMinRx: micros(s.cfg.MinRx)}
 }
 
 func micros(d time.Duration) uint32 { return uint32(min(d/time.Microsecond, 1<<32-1)) } //nolint:gosec // bounded

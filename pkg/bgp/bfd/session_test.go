@@ -178,11 +178,13 @@ func TestStateMachine(t *testing.T) {
 	s := New(Config{Local: addrA, Peer: addrB, MinRx: 50 * time.Millisecond, MinTx: 50 * time.Millisecond, Multiplier: 3}, logr.Discard(), ev.add)
 	start(t, s)
 	first := r.next(func(p packet) bool { return true })
-	if first.state != Down || first.yourDiscr != 0 || first.desiredMinTx != 50000 || first.requiredMinRx != 50000 || first.mult != 3 {
+	if first.state != Down || first.yourDiscr != 0 || first.desiredMinTx != 1_000_000 || first.requiredMinRx != 50000 || first.mult != 3 {
 		t.Fatalf("first packet %+v", first)
 	}
 	const mine = 4242
-	r.send(packet{state: Down, mult: 3, myDiscr: mine, desiredMinTx: 50000, requiredMinRx: 50000})
+	// A long Desired Min TX: the session sends its Init packet after a
+	// second (slow start) and must not time out before.
+	r.send(packet{state: Down, mult: 3, myDiscr: mine, desiredMinTx: 10_000_000, requiredMinRx: 50000})
 	waitState(t, s, Init)
 	p := r.next(func(p packet) bool { return p.state == Init })
 	if p.yourDiscr != mine {
@@ -290,4 +292,63 @@ func TestRemoteRestarts(t *testing.T) {
 	waitState(t, s, Down)
 	r.next(func(p packet) bool { return p.state == Down && p.yourDiscr == 0 })
 	up(3003)
+}
+
+// TestSlowStart: while not Up a session sends a Desired Min TX Interval of
+// at least one second and times its packets on it (RFC 5880 section
+// 6.8.3); going Up it sends its configured interval with the Poll bit until
+// the remote system answers with the Final bit, and going down again it
+// falls back to the second, polling again. The session is driven by
+// packets handed to it directly: no sockets, no timers.
+func TestSlowStart(t *testing.T) {
+	const mine = 77
+	type want struct {
+		state      State
+		desiredTx  uint32 // in the packet sent, microseconds
+		poll       bool
+		txInterval time.Duration
+	}
+	s := New(Config{Local: addrA, Peer: addrB, MinRx: 300 * time.Millisecond, MinTx: 300 * time.Millisecond, Multiplier: 3}, logr.Discard(), nil)
+	check := func(step string, w want) {
+		t.Helper()
+		p := s.packet(false)
+		if p.state != w.state || p.desiredMinTx != w.desiredTx || p.poll != w.poll || p.final || p.requiredMinRx != 300_000 {
+			t.Errorf("%s: packet %+v, want state %s, desired min TX %d µs, poll %t, required min RX 300000 µs",
+				step, p, w.state, w.desiredTx, w.poll)
+		}
+		if got := s.txInterval(); got != w.txInterval {
+			t.Errorf("%s: transmit interval %s, want %s", step, got, w.txInterval)
+		}
+		if f := s.packet(true); f.poll || !f.final {
+			t.Errorf("%s: an answer to a Poll %+v, want Final without Poll", step, f)
+		}
+	}
+	from := func(st State, final bool) packet {
+		return packet{state: st, final: final, mult: 3, myDiscr: mine, yourDiscr: 1, desiredMinTx: 1_000_000, requiredMinRx: 300_000}
+	}
+	check("new", want{Down, 1_000_000, false, time.Second})
+	s.handle(packet{state: Down, mult: 3, myDiscr: mine, desiredMinTx: 1_000_000, requiredMinRx: 300_000})
+	check("init", want{Init, 1_000_000, false, time.Second})
+	s.handle(from(Up, false))
+	check("up", want{Up, 300_000, true, 300 * time.Millisecond})
+	s.handle(from(Up, false))
+	check("up, no answer yet", want{Up, 300_000, true, 300 * time.Millisecond})
+	s.handle(from(Up, true))
+	check("up, answered", want{Up, 300_000, false, 300 * time.Millisecond})
+	// The remote asks for 2 s between packets: its interval, the larger.
+	slow := from(Up, false)
+	slow.requiredMinRx = 2_000_000
+	s.handle(slow)
+	check("remote slower", want{Up, 300_000, false, 2 * time.Second})
+	s.handle(from(Up, false))
+	s.handle(from(Down, false))
+	check("down", want{Down, 1_000_000, true, time.Second})
+	s.handle(from(Down, true))
+	check("down, answered", want{Init, 1_000_000, false, time.Second})
+
+	// A configured interval above the second is kept in every state.
+	long := New(Config{Local: addrA, Peer: addrB, MinRx: 2 * time.Second, MinTx: 2 * time.Second, Multiplier: 3}, logr.Discard(), nil)
+	if p := long.packet(false); p.desiredMinTx != 2_000_000 {
+		t.Errorf("2 s configured, down: desired min TX %d µs, want 2000000", p.desiredMinTx)
+	}
 }

@@ -61,7 +61,7 @@ func run() error {
 	steadyIdle := flag.Duration("steady-idle", def.SteadyIdle, "scenario 5: how long to watch the idle CCM")
 	peers := flag.Int("peers", 1, "BGP peers of the CCM: sessions with the router lab from that many speaker addresses (at most 8)")
 	notReady := flag.Bool("steady-not-ready", false, "scenario 5: register the nodes NotReady, so they are no next hops")
-	healthNodes := flag.Int("health-nodes", def.HealthNodes, "scenario 0: nodes whose kube-proxy /healthz the replica checks (at most 1022)")
+	healthNodes := flag.Int("health-nodes", def.HealthNodes, "scenario 0: nodes whose kube-proxy /healthz the replica checks (at most 8190; 5000 in -profile full)")
 	healthIdle := flag.Duration("health-idle", def.HealthIdle, "scenario 0: how long to watch each replica (checks off, then on)")
 	agentNodes := flag.Int("agent-nodes", def.AgentNodes, "scenario 0b: nodes, the node agent's among them (at most 1022)")
 	agentServices := flag.Int("agent-services", def.AgentServices, "scenario 0b: LoadBalancer Services, each a path of the node agent")
@@ -72,6 +72,8 @@ func run() error {
 	l2AgentIdle := flag.Duration("l2agent-idle", def.L2AgentIdle, "scenario 0d: how long to watch the idle node agent")
 	powerNodes := flag.Int("power-nodes", def.PowerNodes, "scenario 0e: nodes with a Redfish BMC, a tenth of them NotReady (5000 in -profile full)")
 	powerIdle := flag.Duration("power-idle", def.PowerIdle, "scenario 0e: how long to watch each phase (source none, redfish, BMCs timing out)")
+	bfdPeers := flag.Int("bfd-peers", def.BFDPeers, "scenario 0f: BFD-enabled peers of the replica (at most 253)")
+	bfdIdle := flag.Duration("bfd-idle", def.BFDIdle, "scenario 0f: how long to watch each process (agent and replica, BFD off and on)")
 	torFRR := flag.Bool("tor-frr", false, "scenario 0c: ToR 1 runs FRR (ToR 0 BIRD)")
 	timeout := flag.Duration("timeout", def.Timeout, "bound of each wait for the CCM")
 	qps := flag.Float64("kube-api-qps", float64(def.ClientQPS), "the CCM's --kube-api-qps, used by the floor's client")
@@ -98,6 +100,7 @@ func run() error {
 		"l2agent-idle": func() { o.L2AgentIdle = *l2AgentIdle }, "timeout": func() { o.Timeout = *timeout },
 		"pprof-seconds": func() { o.PprofSeconds = *pprofSeconds },
 		"power-nodes":   func() { o.PowerNodes = *powerNodes }, "power-idle": func() { o.PowerIdle = *powerIdle },
+		"bfd-peers": func() { o.BFDPeers = *bfdPeers }, "bfd-idle": func() { o.BFDIdle = *bfdIdle },
 	}
 	flag.Visit(func(f *flag.Flag) {
 		if set, ok := sizes[f.Name]; ok {
