@@ -234,7 +234,8 @@ type bfdLab struct {
 // startBFDLab makes the namespace with bfdBlock on its loopback and builds
 // the BFD peer. On error nothing is left.
 func startBFDLab(e *env) (lab *bfdLab, err error) {
-	n, err := startBenchNetNS(e, bfdNetNSName(), bfdBlock, 10*time.Second)
+	// The client's timeout outlasts a CPU profile (-pprof-seconds).
+	n, err := startBenchNetNS(e, bfdNetNSName(), bfdBlock, 2*time.Minute)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"time"
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
@@ -27,7 +28,12 @@ var registry = struct {
 	byDiscr   map[uint32]*Session
 }{listeners: map[netip.AddrPort]*listener{}, byDiscr: map[uint32]*Session{}}
 
-// listener receives the control packets sent to one local address and port.
+// listener receives the control packets sent to one local address and port,
+// and drives its sessions: serve hands each packet to its session, tick
+// sends the packets due and ends the detection times. Two goroutines for
+// all the sessions on an address, not one each, and the packets due about
+// the same time sent at one wakeup: what an idle process with BFD costs is
+// mostly its wakeups, per packet.
 type listener struct {
 	addr netip.AddrPort
 	conn *net.UDPConn
@@ -35,6 +41,13 @@ type listener struct {
 	read func(b []byte) (n, ttl int, src netip.Addr, err error)
 	// sessions by peer address (registry.mu).
 	sessions map[netip.Addr]*Session
+
+	// mu guards the running sessions' state and the timer.
+	mu sync.Mutex
+	// timer wakes tick at armed (zero: not armed).
+	timer *time.Timer
+	armed time.Time
+	done  chan struct{}
 }
 
 // register gives s a discriminator and its listener, which it opens when s
@@ -50,6 +63,7 @@ func register(s *Session, local netip.AddrPort) error {
 		}
 		registry.listeners[local] = l
 		go l.serve()
+		go l.tick()
 	}
 	if l.sessions[s.cfg.Peer] != nil {
 		return fmt.Errorf("bfd: a session with %s from %s already runs in this process", s.cfg.Peer, local)
@@ -91,7 +105,8 @@ func listen(local netip.AddrPort) (*listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bfd: listen on %s: %w", local, err)
 	}
-	l := &listener{addr: local, conn: conn, sessions: map[netip.Addr]*Session{}}
+	l := &listener{addr: local, conn: conn, sessions: map[netip.Addr]*Session{}, timer: time.NewTimer(time.Hour), done: make(chan struct{})}
+	l.timer.Stop()
 	if local.Addr().Is4() {
 		pc := ipv4.NewPacketConn(conn)
 		if err := pc.SetControlMessage(ipv4.FlagTTL, true); err != nil {
@@ -131,7 +146,55 @@ func udpAddr(a net.Addr) netip.Addr {
 	return netip.Addr{}
 }
 
-func (l *listener) close() { _ = l.conn.Close() }
+// close ends serve and tick.
+func (l *listener) close() {
+	_ = l.conn.Close()
+	close(l.done)
+}
+
+// schedule makes tick run at t at the latest (l.mu held).
+func (l *listener) schedule(t time.Time) {
+	if !l.armed.IsZero() && !t.Before(l.armed) {
+		return
+	}
+	l.armed = t
+	l.timer.Reset(time.Until(t))
+}
+
+// tick does what is due for the running sessions each time the timer
+// fires, and sets it for the next thing due, until the listener closes.
+func (l *listener) tick() {
+	for {
+		select {
+		case <-l.done:
+			l.timer.Stop()
+			return
+		case <-l.timer.C:
+		}
+		registry.mu.Lock()
+		sessions := make([]*Session, 0, len(l.sessions))
+		for _, s := range l.sessions {
+			sessions = append(sessions, s)
+		}
+		registry.mu.Unlock()
+		l.mu.Lock()
+		now := time.Now()
+		var next time.Time
+		for _, s := range sessions {
+			if !s.running {
+				continue
+			}
+			if t := s.due(now); next.IsZero() || t.Before(next) {
+				next = t
+			}
+		}
+		l.armed = time.Time{}
+		if !next.IsZero() {
+			l.schedule(next)
+		}
+		l.mu.Unlock()
+	}
+}
 
 // serve hands each valid packet to its session until the listener closes.
 func (l *listener) serve() {
@@ -154,7 +217,11 @@ func (l *listener) serve() {
 			// (RFC 5881 section 5: a single-hop packet arrives with 255).
 			continue
 		}
-		s.receive(p)
+		l.mu.Lock()
+		if s.running {
+			s.deliver(p, time.Now())
+		}
+		l.mu.Unlock()
 	}
 }
 

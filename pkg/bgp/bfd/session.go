@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"net/netip"
 	"sync/atomic"
@@ -55,15 +56,24 @@ type Session struct {
 	onChange func(Event)
 	port     uint16
 	minTTL   int // the least TTL of a packet taken
-	rx       chan packet
 	state    atomic.Uint32
+	// notify tells Run that events are queued.
+	notify chan struct{}
 
 	// set by register (registry.mu)
 	myDiscr  uint32
 	listener *listener
 
-	// owned by Run
-	tx              *net.UDPConn
+	// set by open, in Run, before the session is scheduled
+	tx *net.UDPConn
+
+	// listener.mu while the session runs: it is driven by its listener's
+	// goroutines (packets received, packets due, detection times
+	// expired), not by one of its own.
+	running         bool
+	nextTx          time.Time
+	detectAt        time.Time // zero: not counting
+	events          []Event   // for Run to hand to onChange
 	diag            uint8
 	remoteDiscr     uint32
 	remoteMinRx     time.Duration
@@ -83,10 +93,10 @@ type Session struct {
 const slowTx = time.Second
 
 // New returns a session in state Down; onChange, which may be nil, is
-// called from Run on every change of state.
+// called from Run on every change of state, in order.
 func New(cfg Config, logger logr.Logger, onChange func(Event)) *Session {
 	s := &Session{cfg: cfg, logger: logger.WithValues("peer", cfg.Peer), onChange: onChange,
-		port: SingleHopPort, minTTL: 255, rx: make(chan packet, 8), remoteMinRx: time.Microsecond}
+		port: SingleHopPort, minTTL: 255, notify: make(chan struct{}, 1), remoteMinRx: time.Microsecond}
 	if cfg.Hops > 0 {
 		s.port, s.minTTL = MultihopPort, 256-int(cfg.Hops)
 	}
@@ -103,7 +113,10 @@ const openRetry = time.Second
 
 // Run runs the session until ctx ends; it then tells the remote system that
 // the session is down on purpose (AdminDown), so that it does not take the
-// end for a failure.
+// end for a failure. Once open, the session is driven by its listener
+// (listener.tick sends its packets and counts its detection time,
+// listener.serve hands it what it receives): Run only hands its changes to
+// onChange, outside the listener's lock.
 func (s *Session) Run(ctx context.Context) {
 	retry := time.NewTimer(0)
 	defer retry.Stop()
@@ -121,62 +134,89 @@ func (s *Session) Run(ctx context.Context) {
 	defer s.close()
 	s.logger.V(2).Info("BFD session open", "local", s.tx.LocalAddr(), "discriminator", s.myDiscr)
 
-	send := time.NewTimer(0)
-	defer send.Stop()
-	detect := time.NewTimer(time.Hour)
-	detect.Stop()
-	defer detect.Stop()
+	l := s.listener
+	l.mu.Lock()
+	s.running = true
+	s.nextTx = time.Now() // the first packet at once
+	l.schedule(s.nextTx)
+	l.mu.Unlock()
 	for {
 		select {
 		case <-ctx.Done():
+			l.mu.Lock()
+			s.running = false
 			s.diag = diagAdminDown
 			s.set(AdminDown, false)
 			s.send(false)
+			l.mu.Unlock()
+			s.handEvents()
 			return
-		case <-send.C:
-			s.send(false)
-			send.Reset(s.jitter())
-		case <-detect.C:
-			// A Detection Time without packets: the remote system's
-			// discriminator is forgotten in any state (RFC 5880 section
-			// 6.8.1), so that a remote system that restarted with a new
-			// one, and waits to hear from this one, is not sent the old
-			// one for ever (it takes no packet with an unknown Your
-			// Discriminator).
-			s.remoteDiscr = 0
-			if st := s.State(); st == Init || st == Up {
-				s.diag = diagTimeExpired
-				s.set(Down, false)
-			}
-		case p := <-s.rx:
-			interval := s.txInterval()
-			if s.handle(p) {
-				detect.Reset(s.detectionTime())
-			}
-			if s.txInterval() != interval {
-				// The remote system changed its Required Min RX
-				// Interval (a Poll, RFC 5880 section 6.8.3): it counts
-				// its detection time on the new one from now on, so
-				// the next packet is timed on it too, not on the old
-				// one (FRR, going Up, lowers 1 s to the profile's
-				// 300 ms and expects a packet within 900 ms).
-				send.Reset(s.jitter())
-			}
+		case <-s.notify:
+			s.handEvents()
 		}
 	}
 }
 
-// receive hands p to Run; a packet that finds Run busy is dropped, as
-// the network could have.
-func (s *Session) receive(p packet) {
-	select {
-	case s.rx <- p:
-	default:
+// handEvents calls onChange with the changes queued since the last call.
+func (s *Session) handEvents() {
+	s.listener.mu.Lock()
+	evs := s.events
+	s.events = nil
+	s.listener.mu.Unlock()
+	for _, ev := range evs {
+		s.onChange(ev)
 	}
 }
 
+// deliver applies p, received at now (listener.mu held).
+func (s *Session) deliver(p packet, now time.Time) {
+	interval := s.txInterval()
+	if s.handle(p) {
+		s.detectAt = now.Add(s.detectionTime())
+		s.listener.schedule(s.detectAt)
+	}
+	if s.txInterval() != interval {
+		// The remote system changed its Required Min RX Interval (a
+		// Poll, RFC 5880 section 6.8.3): it counts its detection time on
+		// the new one from now on, so the next packet is timed on it
+		// too, not on the old one (FRR, going Up, lowers 1 s to the
+		// profile's 300 ms and expects a packet within 900 ms).
+		s.nextTx = now.Add(s.jitter())
+		s.listener.schedule(s.nextTx)
+	}
+}
+
+// due does what is due at now (listener.mu held): the periodic packet,
+// when due within the session's slack (sent early, with the packets of
+// other sessions due about then: one wakeup for them all), and the end of
+// the detection time. It returns the next time something is due.
+func (s *Session) due(now time.Time) time.Time {
+	if !s.nextTx.After(now.Add(s.slack())) {
+		s.send(false)
+		s.nextTx = now.Add(s.jitter())
+	}
+	if !s.detectAt.IsZero() && !now.Before(s.detectAt) {
+		// A Detection Time without packets: the remote system's
+		// discriminator is forgotten in any state (RFC 5880 section
+		// 6.8.1), so that a remote system that restarted with a new one,
+		// and waits to hear from this one, is not sent the old one for
+		// ever (it takes no packet with an unknown Your Discriminator).
+		s.detectAt = time.Time{}
+		s.remoteDiscr = 0
+		if st := s.State(); st == Init || st == Up {
+			s.diag = diagTimeExpired
+			s.set(Down, false)
+		}
+	}
+	next := s.nextTx
+	if !s.detectAt.IsZero() && s.detectAt.Before(next) {
+		next = s.detectAt
+	}
+	return next
+}
+
 // handle applies p (RFC 5880 section 6.8.6) and reports whether it was
-// taken (not in AdminDown): the detection timer then runs again.
+// taken (not in AdminDown): the detection time is then counted again.
 func (s *Session) handle(p packet) bool {
 	s.remoteDiscr = p.myDiscr
 	s.remoteMinRx = time.Duration(p.requiredMinRx) * time.Microsecond
@@ -227,7 +267,11 @@ func (s *Session) set(to State, remoteAdmin bool) {
 	}
 	l.Info("BFD session state changed", "state", to, "previous", from, "diagnostic", s.diag, "remoteAdminDown", remoteAdmin)
 	if s.onChange != nil {
-		s.onChange(Event{From: from, To: to, RemoteAdminDown: remoteAdmin, Diagnostic: s.diag})
+		s.events = append(s.events, Event{From: from, To: to, RemoteAdminDown: remoteAdmin, Diagnostic: s.diag})
+		select {
+		case s.notify <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -255,19 +299,21 @@ func (s *Session) desiredMinTx() time.Duration {
 func (s *Session) txInterval() time.Duration { return max(s.desiredMinTx(), s.remoteMinRx) }
 
 // jitter is the time to the next packet: the agreed interval less 0 to
-// 25 % (at most 90 % of it with a Detect Mult of 1; RFC 5880 section
-// 6.8.7).
+// 20 % (10 to 20 % with a Detect Mult of 1); with the slack it may be sent
+// early by, that is less 0 to 25 % (at most 90 % of it with a Detect Mult
+// of 1), as RFC 5880 section 6.8.7 asks. It needs no secret: math/rand.
 func (s *Session) jitter() time.Duration {
 	interval := s.txInterval()
-	least, spread := 0, 26 // less 0 to 25 %
+	least, spread := 0, 21 // less 0 to 20 %
 	if s.cfg.Multiplier == 1 {
-		least, spread = 10, 16 // less 10 to 25 %
+		least, spread = 10, 11 // less 10 to 20 %
 	}
-	var b [2]byte
-	_, _ = rand.Read(b[:])
-	cut := least + int(binary.BigEndian.Uint16(b[:]))%spread
+	cut := least + mrand.IntN(spread) //nolint:gosec // timing jitter, no secret
 	return interval * time.Duration(100-cut) / 100
 }
+
+// slack is how early a packet may be sent: 5 % of the agreed interval.
+func (s *Session) slack() time.Duration { return s.txInterval() / 20 }
 
 func (s *Session) send(final bool) {
 	// A failed send is a lost packet: detection is the remote system's.

@@ -2,6 +2,7 @@ package bfd
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -350,5 +351,83 @@ func TestSlowStart(t *testing.T) {
 	long := New(Config{Local: addrA, Peer: addrB, MinRx: 2 * time.Second, MinTx: 2 * time.Second, Multiplier: 3}, logr.Discard(), nil)
 	if p := long.packet(false); p.desiredMinTx != 2_000_000 {
 		t.Errorf("2 s configured, down: desired min TX %d µs, want 2000000", p.desiredMinTx)
+	}
+}
+
+// TestJitter: each packet is timed on the agreed interval less 0 to 20 %
+// (10 to 20 % with a Detect Mult of 1) and may leave up to 5 % of it
+// early: 75 to 100 % of the interval (at most 90 % with a Detect Mult of
+// 1), as RFC 5880 section 6.8.7 asks.
+func TestJitter(t *testing.T) {
+	for _, tc := range []struct {
+		mult        uint8
+		least, most time.Duration // of the time to the next packet, slack taken off for least
+	}{
+		{3, 225 * time.Millisecond, 300 * time.Millisecond},
+		{1, 225 * time.Millisecond, 270 * time.Millisecond},
+	} {
+		t.Run(fmt.Sprintf("multiplier %d", tc.mult), func(t *testing.T) {
+			s := New(Config{Local: addrA, Peer: addrB, MinRx: 300 * time.Millisecond, MinTx: 300 * time.Millisecond, Multiplier: tc.mult}, logr.Discard(), nil)
+			s.state.Store(uint32(Up))
+			if s.slack() != 15*time.Millisecond {
+				t.Fatalf("slack %s, want 15ms", s.slack())
+			}
+			for range 2000 {
+				j := s.jitter()
+				if j-s.slack() < tc.least || j > tc.most {
+					t.Fatalf("next packet in %s (as early as %s), want %s to %s", j, j-s.slack(), tc.least, tc.most)
+				}
+			}
+		})
+	}
+}
+
+// TestDue: a packet due within the slack is sent with the others due now;
+// one due later is not, and what is due next is returned; a detection time
+// ended takes an Up session down. Times are given, not waited for.
+func TestDue(t *testing.T) {
+	rx, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addrB, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rx.Close() }()
+	tx, err := net.DialUDP("udp", nil, rx.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Close() }()
+	s := New(Config{Local: addrA, Peer: addrB, MinRx: 300 * time.Millisecond, MinTx: 300 * time.Millisecond, Multiplier: 3}, logr.Discard(), nil)
+	s.tx = tx
+	s.state.Store(uint32(Up))
+	now := time.Unix(1000, 0)
+	sent := func() bool {
+		t.Helper()
+		if err := rx.SetReadDeadline(time.Now().Add(200 * time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := rx.ReadFrom(make([]byte, 64))
+		return err == nil
+	}
+
+	s.nextTx = now.Add(20 * time.Millisecond) // beyond the 15 ms slack
+	if next := s.due(now); !next.Equal(s.nextTx) || sent() {
+		t.Errorf("due in 20 ms: next %s, want %s, and nothing sent", next.Sub(now), 20*time.Millisecond)
+	}
+	s.nextTx = now.Add(10 * time.Millisecond) // within it
+	next := s.due(now)
+	if !sent() {
+		t.Error("due in 10 ms: nothing sent")
+	}
+	if d := next.Sub(now); d < 240*time.Millisecond || d > 300*time.Millisecond {
+		t.Errorf("after a packet the next is due in %s, want 240ms to 300ms", d)
+	}
+
+	s.detectAt = now.Add(time.Millisecond)
+	if next := s.due(now); !next.Equal(s.detectAt) || s.State() != Up {
+		t.Errorf("detection time not ended: next %s, state %s; want the detection time, Up", next.Sub(now), s.State())
+	}
+	s.due(now.Add(time.Millisecond))
+	if s.State() != Down || s.diag != diagTimeExpired || !s.detectAt.IsZero() {
+		t.Errorf("detection time ended: state %s, diagnostic %d; want Down, %d, and no detection time counted", s.State(), s.diag, diagTimeExpired)
 	}
 }
