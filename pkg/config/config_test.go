@@ -25,7 +25,7 @@ func defaultServiceStatus() ServiceStatus {
 }
 
 func defaultPowerState() PowerState {
-	return PowerState{Source: "none", OutOfService: OutOfService{ConfirmFor: &metav1.Duration{Duration: DefaultOutOfServiceConfirmFor}},
+	return PowerState{Source: "none", OutOfService: OutOfService{ConfirmFor: &metav1.Duration{Duration: DefaultOutOfServiceConfirmFor}, DeletePods: ptr.To(false)},
 		Fencing: Fencing{After: &metav1.Duration{Duration: DefaultFencingAfter}, MaxNodes: ptr.To[int32](DefaultFencingMaxNodes)}}
 }
 
@@ -727,6 +727,28 @@ func TestFencingMaxShare(t *testing.T) {
 			got, err := Fencing{MaxShare: tc.in}.MaxSharePercent()
 			if got != tc.want || (err == nil) != tc.ok {
 				t.Errorf("MaxSharePercent(%q) = %d, %v; want %d, ok %v", tc.in, got, err, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestOutOfServiceDeletePodsDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name, outOfService string
+		want               bool
+	}{
+		{"neither", "{enabled: true}", false},
+		{"fast path", "{enabled: true, fastPath: true}", true},
+		{"fast path, pods left to Kubernetes", "{enabled: true, fastPath: true, deletePods: false}", false},
+		{"no fast path, pods deleted", "{enabled: true, deletePods: true}", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Parse([]byte(header + "nodes:\n  powerState:\n    source: ipmi\n    outOfService: " + tc.outOfService + "\n"))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if d := got.Nodes.PowerState.OutOfService.DeletePods; d == nil || *d != tc.want {
+				t.Errorf("deletePods = %v, want %t", d, tc.want)
 			}
 		})
 	}

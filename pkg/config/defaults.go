@@ -64,6 +64,11 @@ func (c *CloudConfig) Default() {
 	if n.PowerState.OutOfService.ConfirmFor == nil {
 		n.PowerState.OutOfService.ConfirmFor = &metav1.Duration{Duration: DefaultOutOfServiceConfirmFor}
 	}
+	if n.PowerState.OutOfService.DeletePods == nil {
+		// The fast path's pods would otherwise wait for the node to be
+		// NotReady as well: the pod garbage collector's condition.
+		n.PowerState.OutOfService.DeletePods = ptr.To(n.PowerState.OutOfService.FastPath)
+	}
 	if n.PowerState.Fencing.After == nil {
 		n.PowerState.Fencing.After = &metav1.Duration{Duration: DefaultFencingAfter}
 	}

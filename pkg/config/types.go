@@ -589,9 +589,15 @@ type OutOfService struct {
 	// fails, without waiting for the node to be NotReady: an Off said for
 	// confirmFor taints it then, and the leader force-deletes the
 	// Terminating pods of the nodes it tainted while their source says
-	// Off. It needs enabled and the health checks on, kube-proxy's health
-	// port answered on every node, and the chart's
-	// powerState.outOfService.fastPath (pods list and delete).
+	// Off (deletePods' default). It needs enabled and the health checks
+	// on, and kube-proxy's health port answered on every node.
 	// Default: false.
 	FastPath bool `json:"fastPath,omitempty"`
+	// DeletePods lets the leader force-delete the Terminating pods of a
+	// node it tainted, while the node's source says Off, instead of
+	// leaving them to Kubernetes' pod garbage collector (which looks every
+	// 20 s, and only at NotReady nodes). It needs the chart's
+	// powerState.outOfService.deletePods or fastPath (pods list and
+	// delete). Default: the value of fastPath.
+	DeletePods *bool `json:"deletePods,omitempty"`
 }

@@ -34,7 +34,8 @@ func (c *Cloud) runOutOfService(ctx context.Context, client kubernetes.Interface
 		Settings: func() outofservice.Settings {
 			cfg := c.state.Load().cfg
 			ps := cfg.Nodes.PowerState
-			s := outofservice.Settings{Enabled: ps.OutOfService.Enabled, ConfirmFor: ps.OutOfService.ConfirmFor.Duration, Source: ps.Source}
+			s := outofservice.Settings{Enabled: ps.OutOfService.Enabled, ConfirmFor: ps.OutOfService.ConfirmFor.Duration, Source: ps.Source,
+				DeletePods: ps.OutOfService.DeletePods != nil && *ps.OutOfService.DeletePods}
 			// The fast path's checks are the health checks' (validation
 			// refuses a fast path without them).
 			if opts, on := healthcheck.FromConfig(cfg.HealthChecks); on && ps.OutOfService.Enabled && ps.OutOfService.FastPath {

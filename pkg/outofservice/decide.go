@@ -76,8 +76,8 @@ func decide(v view, s Settings) (step, cause) {
 }
 
 // forceDelete reports whether the Terminating pods of a node in stepKeep
-// are force-deleted, before asking the source: only with the fast path,
-// and only while the taint is there (the source's Off is asked next).
+// are force-deleted, before asking the source: only with DeletePods, and
+// only while the taint is there (the source's Off is asked next).
 func forceDelete(v view, s Settings) bool {
-	return s.FastPath && v.Marked && v.Tainted
+	return s.DeletePods && v.Marked && v.Tainted
 }

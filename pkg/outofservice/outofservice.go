@@ -43,7 +43,7 @@ const (
 	// ReasonUntainted: the node is Ready again and lost the taint.
 	ReasonUntainted = "OutOfServiceRemoved"
 	// ReasonPodsDeleted: the Terminating pods of a node this controller
-	// tainted were force-deleted (the fast path).
+	// tainted were force-deleted (outOfService.deletePods).
 	ReasonPodsDeleted = "OutOfServicePodsDeleted"
 )
 
@@ -53,8 +53,11 @@ type Settings struct {
 	ConfirmFor time.Duration
 	Source     string // for the Events
 	// FastPath: nodes whose kube-proxy check fails are asked about at
-	// once, and the Terminating pods of tainted nodes are force-deleted.
+	// once.
 	FastPath bool
+	// DeletePods: the Terminating pods of the nodes this controller
+	// tainted are force-deleted while their source says Off.
+	DeletePods bool
 	// Checks and ProxyPort are the fast path's checks (the health
 	// checks' settings).
 	Checks    healthcheck.Options

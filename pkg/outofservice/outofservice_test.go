@@ -126,7 +126,13 @@ func pod(name, nodeName string, terminating bool) *v1.Pod {
 func TestSync(t *testing.T) {
 	slow := Settings{Enabled: true, ConfirmFor: 5 * time.Second, Source: "ipmi"}
 	fast := slow
-	fast.FastPath = true
+	fast.FastPath, fast.DeletePods = true, true
+	// slowDelete: no fast path, but the leader force-deletes the pods.
+	slowDelete := slow
+	slowDelete.DeletePods = true
+	// fastKeep: the fast path, the pods left to the garbage collector.
+	fastKeep := fast
+	fastKeep.DeletePods = false
 	off := func() (bool, error) { return true, nil }
 	on := func() (bool, error) { return false, nil }
 	unknown := func() (bool, error) { return false, errors.New("i/o timeout") }
@@ -172,6 +178,14 @@ func TestSync(t *testing.T) {
 			probe: healthcheck.Unhealthy, answer: unknown, tainted: true},
 		{name: "no fast path: tainted, Off: no pod deleted", s: slow, node: node(false, true, *taint),
 			answer: off, tainted: true},
+		{name: "no fast path, deletePods: tainted, NotReady, Off: Terminating pods force-deleted", s: slowDelete, node: node(false, true, *taint),
+			answer: off, tainted: true, deleted: []string{"gone"}, reason: ReasonPodsDeleted},
+		{name: "no fast path, deletePods: tainted, source cannot answer: no pod deleted", s: slowDelete, node: node(false, true, *taint),
+			answer: unknown, tainted: true},
+		{name: "no fast path, deletePods: an operator's taint, Off: no pod deleted", s: slowDelete, node: node(false, false, operators),
+			answer: off, after: time.Hour, tainted: true},
+		{name: "fast path, deletePods off: tainted, Off: no pod deleted", s: fastKeep, node: node(false, true, *taint),
+			probe: healthcheck.Unhealthy, answer: off, tainted: true},
 		{name: "fast path: tainted, Ready, not checked yet: stays", s: fast, node: node(true, true, *taint),
 			probe: healthcheck.Unknown, answer: on, tainted: true},
 		{name: "fast path: tainted, Ready, check passes: untainted", s: fast, node: node(true, true, *taint),

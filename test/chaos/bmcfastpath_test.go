@@ -124,15 +124,27 @@ func maxDuration(ds []time.Duration) time.Duration {
 // fastPathOn rewrites the lab's config with the fast path on and a short
 // confirmation, and waits until the replica has reloaded it.
 func (bl *bmcLab) fastPathOn(ctx context.Context) error {
-	if err := bl.writeConfig(true, fastConfirmFor); err != nil {
+	return bl.reload(ctx, true, fastConfirmFor, true)
+}
+
+// reload rewrites the lab's config (writeConfig) and waits until the
+// replica has reloaded it.
+func (bl *bmcLab) reload(ctx context.Context, fastPath bool, confirmFor time.Duration, deletePods bool) error {
+	const reloads = `metal_ccm_config_reloads_total{result="success"}`
+	page, err := bl.cp.Metrics(ctx, bl.ccm)
+	if err != nil {
+		return err
+	}
+	before, _ := framework.MetricValue(page, reloads)
+	if err := bl.writeConfig(fastPath, confirmFor, deletePods); err != nil {
 		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	_, err := waitUntil(wctx, "the replica reloads its config", func() bool {
+	_, err = waitUntil(wctx, "the replica reloads its config", func() bool {
 		page, err := bl.cp.Metrics(wctx, bl.ccm)
-		v, ok := framework.MetricValue(page, `metal_ccm_config_reloads_total{result="success"}`)
-		return err == nil && ok && v >= 1
+		v, ok := framework.MetricValue(page, reloads)
+		return err == nil && ok && v > before
 	})
 	return err
 }

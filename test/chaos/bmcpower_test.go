@@ -75,9 +75,14 @@ type bmcLab struct {
 // every node gives how long requests failed and how soon the pod ran
 // elsewhere. Fencing is on all along (a machine its BMC says is Off, or
 // whose BMC does not answer, is never fenced); last, a frozen kubelet on
-// a machine that stays On is fenced through its BMC (fenced_test.go).
+// a machine that stays On is fenced through its BMC (fenced_test.go). The
+// full profile ends with the first rows' power-offs under Kubernetes'
+// own node monitoring (bmcdefaultgrace_test.go).
 func TestChaosBMCPowerOff(t *testing.T) {
 	rows := []string{bmcPowerOffFault, bmcUnreachableFault, fastServiceFault, fastMoveFault, fencedFault}
+	if prof.bmcDefaultGrace > 0 {
+		rows = append(rows, bmcDefaultGraceFault)
+	}
 	needLabOrRecord(t, rows...)
 	if err := errors.Join(framework.RealNodesAvailable(), framework.BMCAvailable()); err != nil {
 		for _, f := range rows {
@@ -87,7 +92,8 @@ func TestChaosBMCPowerOff(t *testing.T) {
 	}
 	bl := startBMCLab(t)
 	const scale = "3 real nodes, each with an ipmi_sim BMC; one-replica StatefulSet"
-	record(bl.powerOffs(t, result{fault: bmcPowerOffFault, scale: scale, requests: -1, duplicates: -1, changed: -1}, prof.bmcPowerOffs))
+	record(bl.powerOffs(t, result{fault: bmcPowerOffFault, scale: scale, requests: -1, duplicates: -1, changed: -1}, prof.bmcPowerOffs,
+		labMonitor))
 	if t.Failed() {
 		return
 	}
@@ -104,6 +110,10 @@ func TestChaosBMCPowerOff(t *testing.T) {
 		return
 	}
 	record(bl.fenced(t, result{fault: fencedFault, scale: "3 real nodes, each with an ipmi_sim BMC; one-replica StatefulSet; fencing after 10s, maxNodes 1", requests: -1, duplicates: -1, changed: -1}, prof.bmcPowerOffs))
+	if prof.bmcDefaultGrace == 0 || t.Failed() {
+		return
+	}
+	record(bl.defaultGrace(t, result{fault: bmcDefaultGraceFault, scale: scale, requests: -1, duplicates: -1, changed: -1}, prof.bmcDefaultGrace))
 }
 
 // startBMCLab starts the power lab, the machines and their BMCs, the CCM
@@ -121,7 +131,7 @@ func startBMCLab(t *testing.T) *bmcLab {
 	}
 	bl.inventory = inventory.String()
 	bl.cfgPath = filepath.Join(bl.cp.Dir, "ccm-bmcpower.yaml")
-	if err := bl.writeConfig(false, bmcConfirmFor); err != nil {
+	if err := bl.writeConfig(false, bmcConfirmFor, false); err != nil {
 		t.Fatal(err)
 	}
 	// The LoadBalancer pool, BGP, pod routes and the node health checks
@@ -145,17 +155,17 @@ func startBMCLab(t *testing.T) *bmcLab {
 }
 
 // writeConfig writes the lab's cloud-config, with the out-of-service fast
-// path on or off and confirmFor, by a rename, as a ConfigMap update swaps
-// the file at once.
-func (bl *bmcLab) writeConfig(fastPath bool, confirmFor time.Duration) error {
+// path and the leader's deletion of the pods on or off and confirmFor, by
+// a rename, as a ConfigMap update swaps the file at once.
+func (bl *bmcLab) writeConfig(fastPath bool, confirmFor time.Duration, deletePods bool) error {
 	cfg := powerCCMConfig(bmcPool4, bmcPool6, true) + fmt.Sprintf(`nodes:
   powerState:
     source: ipmi
     settings: {timeout: %s, cacheAge: 1s}
-    outOfService: {enabled: true, confirmFor: %s, fastPath: %t}
+    outOfService: {enabled: true, confirmFor: %s, fastPath: %t, deletePods: %t}
     fencing: {enabled: true, after: %s, maxNodes: 1}
   inventory:
-%s`, bmcTimeout, confirmFor, fastPath, fenceAfter, bl.inventory)
+%s`, bmcTimeout, confirmFor, fastPath, deletePods, fenceAfter, bl.inventory)
 	tmp := bl.cfgPath + ".tmp"
 	if err := os.WriteFile(tmp, []byte(cfg), 0o600); err != nil {
 		return fmt.Errorf("write config: %w", err)
@@ -166,11 +176,25 @@ func (bl *bmcLab) writeConfig(fastPath bool, confirmFor time.Duration) error {
 	return nil
 }
 
+// monitor is how the power-offs' pod moves: the node-lifecycle
+// controller's grace period, the CCM's confirmFor and whether the leader
+// deletes the pods.
+type monitor struct {
+	grace, confirmFor time.Duration
+	deletePods        bool
+	note              string
+}
+
+// labMonitor is the lab's: a short grace period, the pods left to
+// Kubernetes' pod garbage collector.
+var labMonitor = monitor{grace: framework.NodeMonitorGracePeriod, confirmFor: bmcConfirmFor,
+	note: "40-50s with Kubernetes' defaults"}
+
 // powerOffs powers the pod's node off through its BMC n times (the pod
 // then runs on another node, which the next fault powers off), each time
 // until the pod runs elsewhere, then on again until the node is Ready and
 // untainted.
-func (bl *bmcLab) powerOffs(t *testing.T, res result, n int) result {
+func (bl *bmcLab) powerOffs(t *testing.T, res result, n int, m monitor) result {
 	ctx := context.Background()
 	var notReady, tainted, back []time.Duration
 	var wrong []string
@@ -208,8 +232,8 @@ func (bl *bmcLab) powerOffs(t *testing.T, res result, n int) result {
 		t.Logf("power-off %d of %d through %s's BMC: NotReady after %.1fs, out-of-service after %.1fs, pod %s Running on %s after %.1fs; powered on: Ready after %.1fs, taint removed after %.1fs",
 			k+1, n, x, f.NotReady.Seconds(), f.Tainted.Seconds(), bmcPod, f.MovedTo, f.Moved.Seconds(), ready.Seconds(), untainted.Seconds())
 	}
-	res.note = fmt.Sprintf("recovery: ipmitool chassis power off to the pod Running and Ready on another node (goal %s; grace period %s here, 40-50s with Kubernetes' defaults; confirmFor %s); NotReady after %s, out-of-service taint after %s; wrong taints (nodes that stayed on): %d; power-on to Ready and the taint removed %s",
-		bmcMoveGoal, framework.NodeMonitorGracePeriod, bmcConfirmFor, medianMax(notReady), medianMax(tainted), len(wrong), medianMax(back))
+	res.note = fmt.Sprintf("recovery: ipmitool chassis power off to the pod Running and Ready on another node (goal %s; grace period %s, %s; confirmFor %s, deletePods %t); NotReady after %s, out-of-service taint after %s; wrong taints (nodes that stayed on): %d; power-on to Ready and the taint removed %s",
+		bmcMoveGoal, m.grace, m.note, m.confirmFor, m.deletePods, medianMax(notReady), medianMax(tainted), len(wrong), medianMax(back))
 	if len(wrong) > 0 {
 		t.Errorf("taints on nodes that stayed on: %v", wrong)
 	}

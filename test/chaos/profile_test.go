@@ -23,8 +23,9 @@ type profile struct {
 	powerOffs, powerOffsNoChecks int
 	// bmcPowerOffs are machines powered off through their BMC (a
 	// StatefulSet's pod back elsewhere); bmcUnreachable, BMCs frozen while
-	// their node is NotReady.
-	bmcPowerOffs, bmcUnreachable int
+	// their node is NotReady; bmcDefaultGrace, power-offs through a BMC
+	// under Kubernetes' own node monitoring (each over a minute).
+	bmcPowerOffs, bmcUnreachable, bmcDefaultGrace int
 	// l2Faults is how many times each L2 fault is injected.
 	l2Faults int
 	// l2Sizes are the membership's sizes the kills and cuts are measured
@@ -47,7 +48,7 @@ var profiles = map[string]profile{
 		routeServices: 30, routerRestarts: 1, flaps: 1, cutServices: 10, powerOffs: 1, bmcPowerOffs: 1, bmcUnreachable: 1, l2Faults: 1, l2Sizes: []int{10},
 		outsideServices: 10, outsideRewrites: 5, agentPowerOffs: 2, agentRollingRounds: 2},
 	"full": {name: "full", stormServices: 1000, kills: 20, apiServices: 300, apiRestarts: 2,
-		routeServices: 500, routerRestarts: 3, flaps: 5, cutServices: 50, powerOffs: 10, powerOffsNoChecks: 2, bmcPowerOffs: 3, bmcUnreachable: 2, l2Faults: 10, l2Sizes: []int{10, 30},
+		routeServices: 500, routerRestarts: 3, flaps: 5, cutServices: 50, powerOffs: 10, powerOffsNoChecks: 2, bmcPowerOffs: 3, bmcUnreachable: 2, bmcDefaultGrace: 3, l2Faults: 10, l2Sizes: []int{10, 30},
 		outsideServices: 100, outsideRewrites: 20, agentPowerOffs: 10, agentRollingRounds: 5},
 }
 

@@ -46,6 +46,10 @@ type Options struct {
 	// kube-scheduler. The API server reaches kubelets on their InternalIP
 	// (kubectl logs, exec).
 	RealNodes bool
+	// KubernetesNodeMonitor runs the node-lifecycle controller of
+	// RealNodes with Kubernetes' own node-monitor period and grace period
+	// (the flags' defaults) instead of the lab's short ones.
+	KubernetesNodeMonitor bool
 }
 
 // ControlPlane is a running etcd and kube-apiserver, and optionally a
@@ -66,15 +70,20 @@ type ControlPlane struct {
 	etcdURL               string
 }
 
-// StartControlPlane starts etcd and kube-apiserver (RBAC on) on 127.0.0.1 and
-// waits until the API server is ready. On error nothing is left running.
-func StartControlPlane(ctx context.Context, o Options) (cp *ControlPlane, err error) {
+// defaults fills o's CIDRs left empty.
+func (o *Options) defaults() {
 	if o.ServiceCIDR == "" {
 		o.ServiceCIDR = DefaultServiceCIDR
 	}
 	if o.ClusterCIDR == "" {
 		o.ClusterCIDR = DefaultClusterCIDR
 	}
+}
+
+// StartControlPlane starts etcd and kube-apiserver (RBAC on) on 127.0.0.1 and
+// waits until the API server is ready. On error nothing is left running.
+func StartControlPlane(ctx context.Context, o Options) (cp *ControlPlane, err error) {
+	o.defaults()
 	cp = &ControlPlane{Dir: o.Dir}
 	defer func() {
 		if err != nil {
@@ -196,6 +205,17 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, o Options) error {
 	return cp.WriteKubeconfig(cp.AdminKubeconfig, "admin", cp.adminToken)
 }
 
+// RestartKCM stops kube-controller-manager and starts it again with o's
+// flags (o.Dir must be the control plane's), as an operator's change of
+// its flags does.
+func (cp *ControlPlane) RestartKCM(ctx context.Context, o Options) error {
+	o.defaults()
+	if cp.KCM != nil {
+		cp.KCM.Stop(10 * time.Second)
+	}
+	return cp.StartKCM(ctx, o)
+}
+
 // StartKCM starts kube-controller-manager with the node IPAM controller
 // allocating pod CIDRs from o.ClusterCIDR, and the controllers a cluster
 // without kubelets can run (with o.RealNodes, every controller).
@@ -212,7 +232,10 @@ func (cp *ControlPlane) StartKCM(ctx context.Context, o Options) error {
 	// node-lifecycle controller would turn every registered node NotReady
 	// after the grace period.
 	controllers := []string{"--controllers", "*,-node-lifecycle-controller"}
-	if o.RealNodes {
+	switch {
+	case o.RealNodes && o.KubernetesNodeMonitor:
+		controllers = []string{"--controllers", "*"}
+	case o.RealNodes:
 		controllers = []string{"--controllers", "*",
 			"--node-monitor-period", "1s", "--node-monitor-grace-period", NodeMonitorGracePeriod.String()}
 	}

@@ -14,7 +14,8 @@ import (
 // TestChartPowerStateRights renders the chart's roles with each of the
 // powerState switches: each adds exactly the read rights of its source's
 // resource to deploy/rbac.yaml's rules (which the defaults render, with
-// all off), and the out-of-service fast path exactly pods list and delete.
+// all off), and the out-of-service fast path or pods' deletion exactly pods
+// list and delete.
 func TestChartPowerStateRights(t *testing.T) {
 	helm := helmBinary(t)
 	base := clusterRoleRules(t, readFile(t, filepath.Join(framework.RepoRoot(), "deploy", "rbac.yaml")))
@@ -32,6 +33,8 @@ func TestChartPowerStateRights(t *testing.T) {
 		{"rufio", []string{"powerState.rufio.enabled=true"}, []rbacv1.PolicyRule{rufio}},
 		{"both", []string{"powerState.metal3.enabled=true", "powerState.rufio.enabled=true"}, []rbacv1.PolicyRule{metal3, rufio}},
 		{"out-of-service fast path", []string{"powerState.outOfService.fastPath=true"}, []rbacv1.PolicyRule{fastPath}},
+		{"out-of-service pods' deletion", []string{"powerState.outOfService.deletePods=true"}, []rbacv1.PolicyRule{fastPath}},
+		{"both of out-of-service", []string{"powerState.outOfService.fastPath=true", "powerState.outOfService.deletePods=true"}, []rbacv1.PolicyRule{fastPath}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"template", "metal-ccm", chartDir, "--namespace", "kube-system", "--show-only", "templates/rbac.yaml"}
