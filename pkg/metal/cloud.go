@@ -17,6 +17,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	certlisters "k8s.io/client-go/listers/certificates/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
@@ -60,8 +61,9 @@ type Cloud struct {
 	// power: the last power-state conclusion about each node.
 	power powerEvidence
 	// nodes: the leader's Nodes (SetInformers), for the out-of-service
-	// taint.
-	nodes corelisters.NodeLister
+	// taint, and nodeInformer their changes.
+	nodes        corelisters.NodeLister
+	nodeInformer cache.SharedIndexInformer
 	// csrs: with nodes.kubeletServing.approveCSRs at start, the
 	// CertificateSigningRequests (SetInformers), and csrKick their changes.
 	csrs    certlisters.CertificateSigningRequestLister

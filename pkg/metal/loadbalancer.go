@@ -59,6 +59,7 @@ func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 	lb := c.lb
 	lb.services = f.Core().V1().Services().Lister()
 	c.nodes = f.Core().V1().Nodes().Lister()
+	c.nodeInformer = f.Core().V1().Nodes().Informer()
 	c.watchCSRs(f)
 	reg, err := f.Core().V1().Services().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.observeService(obj) },

@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/metal-ccm/metal-ccm/pkg/healthcheck"
 	"github.com/metal-ccm/metal-ccm/pkg/outofservice"
@@ -49,5 +51,18 @@ func (c *Cloud) runOutOfService(ctx context.Context, client kubernetes.Interface
 		Period: outOfServicePeriod,
 	}
 	ctrl.Probes = outofservice.NewProbes(ctrl.Poke)
+	reg, err := c.nodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(old, cur any) {
+		o, ok1 := old.(*v1.Node)
+		n, ok2 := cur.(*v1.Node)
+		if ok1 && ok2 {
+			ctrl.NodeChanged(o, n)
+		}
+	}})
+	if err == nil {
+		defer func() { _ = c.nodeInformer.RemoveEventHandler(reg) }()
+	} else {
+		// The rounds every period still see every change.
+		klog.FromContext(ctx).V(2).Info("Node changes not watched: the out-of-service taint looks every period", "err", err)
+	}
 	ctrl.Run(ctx)
 }

@@ -98,6 +98,10 @@ type Controller struct {
 
 var taint = &v1.Taint{Key: TaintKey, Value: TaintValue, Effect: v1.TaintEffectNoExecute}
 
+// afterTaint are when, after a taint, the nodes are looked at again for
+// their pods to delete (DeletePods), instead of a Period later.
+var afterTaint = []time.Duration{300 * time.Millisecond, time.Second}
+
 // Run looks at the nodes every Period, and when Poke is called, until ctx
 // ends.
 func (c *Controller) Run(ctx context.Context) {
@@ -127,6 +131,15 @@ func (c *Controller) init() {
 	}
 	if c.wake == nil {
 		c.wake = make(chan struct{}, 1)
+	}
+}
+
+// NodeChanged is the node informer's update: a node whose Ready
+// condition changed is looked at at once, not up to a Period later (a
+// NotReady node is a candidate; a Ready one may lose its taint).
+func (c *Controller) NodeChanged(old, cur *v1.Node) {
+	if nodes.Ready(old) != nodes.Ready(cur) {
+		c.Poke()
 	}
 }
 
@@ -212,6 +225,13 @@ func (c *Controller) confirm(ctx context.Context, n *v1.Node, s Settings, why ca
 		return
 	}
 	delete(c.offSince, n.Name)
+	if s.DeletePods {
+		// Kubernetes' taint eviction now marks the pods Terminating; the
+		// next rounds delete them as soon as it has.
+		for _, d := range afterTaint {
+			time.AfterFunc(d, c.Poke)
+		}
+	}
 	c.Event(n, v1.EventTypeWarning, ReasonTainted,
 		"Power-state source %s has said the machine is off since %s (confirmed for %s) and %s: tainted %s=%s:NoExecute, so its pods are deleted and their volumes detached",
 		s.Source, since.UTC().Format(time.RFC3339), s.ConfirmFor, why, TaintKey, TaintValue)

@@ -232,3 +232,29 @@ func TestSync(t *testing.T) {
 		})
 	}
 }
+
+// TestNodeChanged: a change of a node's Ready condition has the controller
+// look at once; other changes (a heartbeat, a label) wait for the period.
+func TestNodeChanged(t *testing.T) {
+	labelled := node(true, false)
+	labelled.Labels = map[string]string{"a": "b"}
+	for _, tc := range []struct {
+		name     string
+		old, cur *v1.Node
+		poked    bool
+	}{
+		{"Ready to NotReady", node(true, false), node(false, false), true},
+		{"NotReady to Ready", node(false, true, *taint), node(true, true, *taint), true},
+		{"still Ready, a label", node(true, false), labelled, false},
+		{"still NotReady", node(false, false), node(false, false), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Controller{}
+			c.init()
+			c.NodeChanged(tc.old, tc.cur)
+			if got := len(c.wake) == 1; got != tc.poked {
+				t.Errorf("poked: %t, want %t", got, tc.poked)
+			}
+		})
+	}
+}
