@@ -1,6 +1,7 @@
 package netlab
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -69,4 +70,24 @@ func (ls *LeafSpine) birdUnnumberedTorConfig(r int) (string, func(string) (netip
 		}
 		return netip.Addr{}, false
 	}
+}
+
+// waitAdvertised polls until each node of unnumbered rack r has the IPv6
+// default route its ToR's Router Advertisements give: an agent whose peer
+// is that route's gateway (defaultGateway IPv6) reads it once, when its
+// speaker starts.
+func (ls *LeafSpine) waitAdvertised(ctx context.Context, r int) error {
+	for _, ns := range ls.Racks[r] {
+		err := poll(ctx, func() (bool, string) {
+			out, err := output("ip", "-n", ns, "-6", "route", "show", "default", "proto", "ra")
+			if err != nil {
+				return false, err.Error()
+			}
+			return strings.Contains(out, "via "+lsTorLinkLocal+" "), "no default route from Router Advertisements: " + out
+		})
+		if err != nil {
+			return fmt.Errorf("node %s: %w", ns, err)
+		}
+	}
+	return nil
 }
