@@ -16,20 +16,24 @@ import (
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
 
-// TestLeafSpineUnnumbered: rack 1's FRR 8.4 ToR peers with its nodes by
-// interface (neighbor IFACE interface, BGP unnumbered), the real agents
-// with a peer on their link (bgp.peers[].interface), the ToR found from
-// its Router Advertisements. The sessions between link-local addresses
-// carry the LoadBalancer address's IPv4 and IPv6 routes, both with the
-// nodes' link-local addresses as next hops in the ToR's kernel (IPv4
+// TestLeafSpineUnnumbered: both racks are unnumbered, each node on a link
+// of its own to its ToR, the sessions between link-local addresses
+// carrying the LoadBalancer address's IPv4 and IPv6 routes, both with the
+// nodes' link-local addresses as next hops in the ToRs' kernels (IPv4
 // through IPv6 next hops, RFC 8950), and the client behind the spine
-// reaches both nodes through them. Rack 0's agents peer with the gateway
-// of their default routes (bgp.peers[].defaultGateway), their BIRD ToR:
-// its kernel routes the address to them, and the spine across both racks.
+// reaches the four nodes through them. Rack 1's FRR 8.4 ToR peers with its
+// nodes by interface (neighbor IFACE interface), their real agents with a
+// peer on their link (bgp.peers[].interface), the ToR found from its
+// Router Advertisements. Rack 0's BIRD 2 ToR takes a session from any
+// link-local address on each node link (a dynamic neighbor range per
+// interface, extended next hop on the IPv4 channel) and sends Router
+// Advertisements (radv); its agents peer with the gateway of their IPv6
+// default route (bgp.peers[].defaultGateway), learned from those: a
+// link-local session too.
 func TestLeafSpineUnnumbered(t *testing.T) {
-	const r = 1
 	start := time.Now()
-	ls := netlab.NewLeafSpine(t, netlab.LeafSpineOptions{TorRouter: [2]netlab.RouterKind{netlab.RouterBIRD, netlab.RouterFRR}, Unnumbered: true})
+	ls := netlab.NewLeafSpine(t, netlab.LeafSpineOptions{TorRouter: [2]netlab.RouterKind{netlab.RouterBIRD, netlab.RouterFRR},
+		Unnumbered: [2]bool{true, true}})
 	t.Logf("lab started in %s", time.Since(start).Round(time.Millisecond))
 	ctx := context.Background()
 	var where []agentPlace
@@ -77,19 +81,15 @@ func TestLeafSpineUnnumbered(t *testing.T) {
 		waitFrom := time.Now()
 		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		// Each node's path, its link-local address as next hop, for IPv4
-		// too; the spine's, through the ToR.
-		if err := ls.WaitRoute(wctx, ls.Tors[r], p, ls.UnnumberedNodeLinkLocals()); err != nil {
-			cancel()
-			out, _ := ls.Vtysh(ls.Tors[r], "show bgp neighbors", "show bgp ipv4 unicast", "show bgp ipv6 unicast")
-			t.Fatalf("ToR %d: %v\n%s\n%s", r, err, out, ls.RouterLogs())
+		// too; the spine's, through both ToRs.
+		for r := range 2 {
+			if err := ls.WaitRoute(wctx, ls.Tors[r], p, ls.UnnumberedNodeLinkLocals(r)); err != nil {
+				cancel()
+				t.Fatalf("ToR %d: %v\n%s\n%s", r, err, unnumberedTorState(ls, r), ls.RouterLogs())
+			}
+			t.Logf("%s: both nodes' paths in ToR %d's kernel %s after the wait began", vip, r, time.Since(waitFrom).Round(time.Millisecond))
 		}
-		t.Logf("%s: both nodes' paths in the ToR's kernel %s after the wait began", vip, time.Since(waitFrom).Round(time.Millisecond))
-		// Rack 0: the agents' sessions with their default gateway.
-		if err := ls.WaitRoute(wctx, ls.Tors[0], p, ls.NodeAddrs(f, 0)); err != nil {
-			cancel()
-			t.Fatalf("ToR 0: %v\n%s", err, ls.RouterLogs())
-		}
-		err := ls.WaitRoute(wctx, ls.Spine, p, []netip.Addr{netlab.LeafSpineTorUplinkAddr(f, 0), netlab.LeafSpineTorUplinkAddr(f, r)})
+		err := ls.WaitRoute(wctx, ls.Spine, p, []netip.Addr{netlab.LeafSpineTorUplinkAddr(f, 0), netlab.LeafSpineTorUplinkAddr(f, 1)})
 		cancel()
 		if err != nil {
 			t.Fatalf("spine: %v", err)
@@ -98,8 +98,31 @@ func TestLeafSpineUnnumbered(t *testing.T) {
 		if err != nil {
 			t.Fatalf("requests to %s: %v", vip, err)
 		}
-		if seen["r1n0"] == 0 || seen["r1n1"] == 0 || seen["r0n0"]+seen["r0n1"] == 0 {
-			t.Errorf("60 requests to %s reached %v, want both nodes of the unnumbered rack and the other rack", vip, seen)
+		if seen["r0n0"] == 0 || seen["r0n1"] == 0 || seen["r1n0"] == 0 || seen["r1n1"] == 0 {
+			t.Errorf("60 requests to %s reached %v, want all four nodes", vip, seen)
 		}
 	}
+	// BIRD spawned one session per node link (the routes above came over
+	// them, from the nodes' link-local addresses).
+	states, err := ls.SessionStates(ls.Tors[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range ls.UnnumberedNodeLinkLocals(0) {
+		if states[a] != "Established" {
+			t.Errorf("ToR 0's session with %s: %q, want Established (all: %v)", a, states[a], states)
+		}
+	}
+}
+
+// unnumberedTorState is what ToR r's daemon says of its sessions and
+// routes, for a failure message.
+func unnumberedTorState(ls *netlab.LeafSpine, r int) string {
+	if ls.Opts.TorRouter[r] == netlab.RouterFRR {
+		out, _ := ls.Vtysh(ls.Tors[r], "show bgp neighbors", "show bgp ipv4 unicast", "show bgp ipv6 unicast")
+		return out
+	}
+	out, _ := ls.Birdc(ls.Tors[r], "show", "protocols", "all")
+	routes, _ := ls.Birdc(ls.Tors[r], "show", "route", "all")
+	return out + "\n" + routes
 }

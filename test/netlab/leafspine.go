@@ -73,10 +73,11 @@ type LeafSpineOptions struct {
 	// BFD runs BFD on the ToRs' node sessions (BIRD's bfd protocol, FRR's
 	// bfdd), 300 ms × 3 as LeafSpineBFD gives the agents.
 	BFD bool
-	// Unnumbered makes rack 1 unnumbered: its ToR (FRR) meets each node on
-	// a link of its own and peers with it by interface
-	// (leafspine_unnumbered.go). No BFD, no password.
-	Unnumbered bool
+	// Unnumbered makes the racks it marks unnumbered: their ToR meets each
+	// node on a link of its own and peers with it between link-local
+	// addresses (leafspine_unnumbered.go), FRR by interface, BIRD by a
+	// link-local neighbour range per link. No BFD, no password.
+	Unnumbered [2]bool
 	// Beside, when set, is a running one-segment lab of this process: the
 	// leaf-spine lab is built beside it, under the machine-wide lock that
 	// lab holds, instead of waiting for it to close (which would never

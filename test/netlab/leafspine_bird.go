@@ -61,10 +61,7 @@ func (ls *LeafSpine) birdTorConfig(r int) (string, map[string]netip.Addr) {
 	o := &ls.Opts
 	peers := map[string]netip.Addr{}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# ToR of rack %d (test/netlab leaf-spine lab), BIRD 2\n", r)
-	b.WriteString("log stderr all;\n")
-	fmt.Fprintf(&b, "router id %s;\n\n", LeafSpineTorAddr(IPv4, r))
-	b.WriteString("protocol device {\n\tscan time 10;\n}\n\n")
+	birdTorHead(&b, r, "")
 	b.WriteString("# The rack's node subnet, announced to the spine so that the nodes' own\n# addresses are reachable from other racks.\n")
 	fmt.Fprintf(&b, "protocol direct rack {\n\tipv4;\n\tipv6;\n\tinterface %q;\n}\n\n", bridgeName)
 	b.WriteString(lsKernelProtocols)
@@ -97,17 +94,41 @@ func (ls *LeafSpine) birdTorConfig(r int) (string, map[string]netip.Addr) {
 			fmt.Fprintf(&b, "protocol bgp %s from nodes%d {\n\tneighbor %s as %d;\n}\n\n", name, f, peers[name], o.NodeASN)
 		}
 	}
+	ls.birdTorSpine(&b, r, peers, true)
+	return b.String(), peers
+}
+
+// birdTorHead writes the start of ToR r's BIRD config: which lab and rack
+// (with what, e.g. ", unnumbered"), the log, the router ID and the device
+// protocol.
+func birdTorHead(b *strings.Builder, r int, what string) {
+	fmt.Fprintf(b, "# ToR of rack %d (test/netlab leaf-spine lab%s), BIRD 2\n", r, what)
+	b.WriteString("log stderr all;\n")
+	fmt.Fprintf(b, "router id %s;\n\n", LeafSpineTorAddr(IPv4, r))
+	b.WriteString("protocol device {\n\tscan time 10;\n}\n\n")
+}
+
+// birdTorSpine writes ToR r's eBGP session per family with the spine,
+// which gets the nodes' routes and, with subnet, the rack's subnet (the
+// direct protocol "rack"), and adds them to peers.
+func (ls *LeafSpine) birdTorSpine(b *strings.Builder, r int, peers map[string]netip.Addr, subnet bool) {
+	o := &ls.Opts
 	for _, f := range []Family{IPv4, IPv6} {
 		name := lsSpineProtocol(f)
 		peers[name] = LeafSpineSpineAddr(f, r)
-		fmt.Fprintf(&b, "# The spine (%s): it gets the nodes' routes (next hop: this ToR) and the\n# rack's subnet.\n", channel(f))
-		fmt.Fprintf(&b, "protocol bgp %s {\n", name)
-		fmt.Fprintf(&b, "\tlocal %s as %d;\n", LeafSpineTorUplinkAddr(f, r), o.TorASN[r])
-		fmt.Fprintf(&b, "\tneighbor %s as %d;\n", peers[name], o.SpineASN)
+		export := "source = RTS_BGP"
+		if subnet {
+			fmt.Fprintf(b, "# The spine (%s): it gets the nodes' routes (next hop: this ToR) and the\n# rack's subnet.\n", channel(f))
+			export += ` || proto = "rack"`
+		} else {
+			fmt.Fprintf(b, "# The spine (%s): it gets the nodes' routes (next hop: this ToR).\n", channel(f))
+		}
+		fmt.Fprintf(b, "protocol bgp %s {\n", name)
+		fmt.Fprintf(b, "\tlocal %s as %d;\n", LeafSpineTorUplinkAddr(f, r), o.TorASN[r])
+		fmt.Fprintf(b, "\tneighbor %s as %d;\n", peers[name], o.SpineASN)
 		b.WriteString(lsBGPTimers)
-		fmt.Fprintf(&b, "\t%s {\n\t\timport all;\n\t\texport where source = RTS_BGP || proto = \"rack\";\n\t};\n}\n\n", channel(f))
+		fmt.Fprintf(b, "\t%s {\n\t\timport all;\n\t\texport where %s;\n\t};\n}\n\n", channel(f), export)
 	}
-	return b.String(), peers
 }
 
 // birdSpineConfig is the spine's BIRD 2 config: an eBGP session per ToR and

@@ -77,6 +77,11 @@ func (ls *LeafSpine) build() error {
 		if err := ls.WaitEstablished(ctx, ls.Spine, LeafSpineTorUplinkAddr(IPv4, r), LeafSpineTorUplinkAddr(IPv6, r)); err != nil {
 			return fmt.Errorf("spine sessions with ToR %d: %w", r, err)
 		}
+		if ls.Opts.unnumbered(r) {
+			if err := ls.waitAdvertised(ctx, r); err != nil {
+				return fmt.Errorf("rack %d: %w", r, err)
+			}
+		}
 	}
 	return nil
 }

@@ -59,21 +59,28 @@ func TestLeafSpineBFDDocs(t *testing.T) {
 	}
 }
 
-// TestLeafSpineUnnumberedDocs keeps docs/leaf-spine.md's unnumbered FRR ToR
-// the one the lab runs with LeafSpineOptions.Unnumbered.
+// TestLeafSpineUnnumberedDocs keeps docs/leaf-spine.md's unnumbered ToRs
+// the ones the lab runs with both racks unnumbered: rack 0's BIRD (a
+// link-local neighbour range per link), rack 1's FRR (a neighbour per
+// interface).
 func TestLeafSpineUnnumberedDocs(t *testing.T) {
-	tors, _, err := LeafSpineConfigs(LeafSpineOptions{TorRouter: [2]RouterKind{RouterBIRD, RouterFRR}, Unnumbered: true})
+	tors, _, err := LeafSpineConfigs(LeafSpineOptions{TorRouter: [2]RouterKind{RouterBIRD, RouterFRR}, Unnumbered: [2]bool{true, true}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	block, err := DocBlock("leaf-spine.md", "<!-- leafspine:unnumbered -->")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := strings.TrimRight(tors[lsUnnumberedRack], "\n"); block != want {
-		t.Errorf("docs/leaf-spine.md: the unnumbered ToR config differs from the lab's; put this in its block:\n%s", want)
-	}
-	if !strings.Contains(tors[lsUnnumberedRack], " neighbor n0 interface remote-as ") {
-		t.Errorf("the unnumbered ToR has no interface neighbour:\n%s", tors[lsUnnumberedRack])
+	for r, tc := range []struct{ marker, has string }{
+		{"<!-- leafspine:unnumbered-bird -->", "\tneighbor range fe80::/10 as "},
+		{"<!-- leafspine:unnumbered -->", " neighbor n0 interface remote-as "},
+	} {
+		block, err := DocBlock("leaf-spine.md", tc.marker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.TrimRight(tors[r], "\n"); block != want {
+			t.Errorf("docs/leaf-spine.md: the unnumbered ToR %d config differs from the lab's; put this in the block after %s:\n%s", r, tc.marker, want)
+		}
+		if !strings.Contains(tors[r], tc.has) {
+			t.Errorf("the unnumbered ToR %d has no link-local neighbour:\n%s", r, tors[r])
+		}
 	}
 }

@@ -25,6 +25,10 @@ func (ls *LeafSpine) SpineConfig() string { return ls.routers[ls.Spine].conf }
 // torRouterConfig is ToR r's, for a BIRD or an FRR ToR.
 func (ls *LeafSpine) torRouterConfig(r int) routerConfig {
 	bird, peers := ls.birdTorConfig(r)
+	peerAddr := peersOf(peers)
+	if ls.Opts.unnumbered(r) {
+		bird, peerAddr = ls.birdUnnumberedTorConfig(r)
+	}
 	cfg := routerConfig{
 		bird: func() string { return bird },
 		frr: func() (string, error) {
@@ -33,7 +37,7 @@ func (ls *LeafSpine) torRouterConfig(r int) routerConfig {
 			}
 			return ls.frrTorConfig(r)
 		},
-		peerAddr: peersOf(peers),
+		peerAddr: peerAddr,
 		sessions: 2, // bgpd is ready with its two spine sessions
 	}
 	if ls.Opts.BFD {

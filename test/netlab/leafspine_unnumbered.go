@@ -9,32 +9,27 @@ import (
 	"time"
 )
 
-// An unnumbered rack (LeafSpineOptions.Unnumbered): ToR 1, on FRR, meets
-// each node of its rack on a link of its own, without a subnet, and peers
-// with the node by interface (BGP unnumbered: a session between link-local
-// addresses carrying IPv4 and IPv6, IPv4 with IPv6 next hops). The ToR has
-// fe80::1 on each link (frrRouter.prepareLinks), node i fe80::11+i
-// (LeafSpineNodeLinkLocal). A node keeps its addresses (LeafSpineNodeAddr)
-// as /32 and /128 on its link; its IPv4 default route points to the ToR's
-// link-local address, its IPv6 one comes from the ToR's Router
-// Advertisements, which bgpd turns on for an interface neighbour.
-
-// lsUnnumberedRack is the rack that is unnumbered with
-// LeafSpineOptions.Unnumbered.
-const lsUnnumberedRack = 1
+// An unnumbered rack (LeafSpineOptions.Unnumbered): its ToR meets each
+// node of its rack on a link of its own, without a subnet, and peers with
+// the node between link-local addresses (BGP unnumbered: a session carrying
+// IPv4 and IPv6, IPv4 with IPv6 next hops): FRR by interface
+// (neighbor IFACE interface), BIRD by a link-local neighbour range per
+// link (leafspine_unnumbered_bird.go). The ToR has fe80::1 on each link, node i
+// fe80::11+i (LeafSpineNodeLinkLocal). A node keeps its addresses
+// (LeafSpineNodeAddr) as /32 and /128 on its link; its IPv4 default route
+// points to the ToR's link-local address, its IPv6 one comes from the ToR's
+// Router Advertisements (bgpd sends them on an interface neighbour's link,
+// BIRD from its radv protocol).
 
 // unnumbered reports whether rack r is unnumbered.
-func (o *LeafSpineOptions) unnumbered(r int) bool { return o.Unnumbered && r == lsUnnumberedRack }
+func (o *LeafSpineOptions) unnumbered(r int) bool { return o.Unnumbered[r] }
+
+// anyUnnumbered reports whether a rack is unnumbered.
+func (o *LeafSpineOptions) anyUnnumbered() bool { return o.Unnumbered[0] || o.Unnumbered[1] }
 
 // checkUnnumbered refuses what an unnumbered rack does not have.
 func (o *LeafSpineOptions) checkUnnumbered() error {
-	if !o.Unnumbered {
-		return nil
-	}
-	if o.TorRouter[lsUnnumberedRack] != RouterFRR {
-		return errors.New("an unnumbered rack needs an FRR ToR 1")
-	}
-	if o.BFD || o.Password != "" {
+	if o.anyUnnumbered() && (o.BFD || o.Password != "") {
 		return errors.New("an unnumbered rack has no BFD and no password")
 	}
 	return nil
@@ -45,6 +40,9 @@ func (o *LeafSpineOptions) checkUnnumbered() error {
 func LeafSpineNodeLinkLocal(i int) netip.Addr {
 	return netip.MustParseAddr(fmt.Sprintf("fe80::%d", 11+i))
 }
+
+// lsTorLinkLocal is an unnumbered rack's ToR's address on each node link.
+const lsTorLinkLocal = "fe80::1"
 
 // LeafSpineUnnumberedLink is the nodes' link to an unnumbered rack's ToR:
 // the interface of their peer entry.
@@ -124,13 +122,19 @@ func (ls *LeafSpine) frrUnnumberedTorConfig(r int) (string, error) {
 // its own, with link-local addresses only; the uplink exists already.
 func (ls *LeafSpine) buildUnnumberedRack(r int) error {
 	tor := ls.Tors[r]
-	ports := []string{lsUplink}
+	var ports []string
 	for i, ns := range ls.Racks[r] {
 		port := lsNodePort(i)
 		if err := veth(ns, nsLink, tor, port); err != nil {
 			return err
 		}
 		if err := ipn(tor, "link", "set", "dev", port, "addrgenmode", "none"); err != nil {
+			return err
+		}
+		// The ToR's link-local address, the nodes' gateway and BGP
+		// neighbour; bgpd and BIRD's radv send it as the source of their
+		// Router Advertisements.
+		if err := ipn(tor, "-6", "addr", "add", lsTorLinkLocal+"/64", "dev", port, "nodad"); err != nil {
 			return err
 		}
 		ports = append(ports, port)
@@ -142,14 +146,14 @@ func (ls *LeafSpine) buildUnnumberedRack(r int) error {
 			return err
 		}
 		// IPv4 through an IPv6 next hop (RFC 8950's forwarding, Linux 5.2).
-		if err := ipn(ns, "-4", "route", "add", "default", "via", "inet6", "fe80::1", "dev", nsLink); err != nil {
+		if err := ipn(ns, "-4", "route", "add", "default", "via", "inet6", lsTorLinkLocal, "dev", nsLink); err != nil {
 			return err
 		}
 	}
-	if err := ls.routers[tor].rt.prepareLinks(ports...); err != nil {
+	if err := ls.routers[tor].rt.prepareLinks(lsUplink); err != nil {
 		return err
 	}
-	for _, port := range ports[1:] {
+	for _, port := range ports {
 		if err := ipn(tor, "link", "set", "dev", port, "up"); err != nil {
 			return err
 		}
@@ -158,33 +162,40 @@ func (ls *LeafSpine) buildUnnumberedRack(r int) error {
 }
 
 // UnnumberedAgentCloudConfig is the node agents' cloud-config for a lab
-// with an unnumbered rack, as docs/leaf-spine.md gives it: announceFrom
-// Nodes, one pool of the given ranges, for the unnumbered rack the peer on
-// the nodes' link to their ToR (LeafSpineUnnumberedLink), the router found
-// there, and for the other rack the gateways of the nodes' default routes
-// (defaultGateway, IPv4 and IPv6: their ToR), each with its ToR's AS and
-// the given hold time, selected by the rack's zone.
+// with unnumbered racks, as docs/leaf-spine.md gives it: announceFrom
+// Nodes, one pool of the given ranges, and per rack, selected by its zone,
+// with its ToR's AS and the given hold time: for an unnumbered rack 1 the
+// peer on the nodes' link to their ToR (LeafSpineUnnumberedLink), the
+// router found there; for an unnumbered rack 0 the gateway of the nodes'
+// IPv6 default route (defaultGateway IPv6), which is the ToR's link-local
+// address on that link, learned from its Router Advertisements, and so the
+// same link-local session (their IPv4 default route has that gateway too);
+// for a numbered rack the gateways of both default routes (defaultGateway,
+// IPv4 and IPv6).
 func (ls *LeafSpine) UnnumberedAgentCloudConfig(holdTime time.Duration, pool ...string) string {
 	var b strings.Builder
 	b.WriteString(ls.agentConfigHead(pool))
 	for r := range ls.Tors {
 		sel := fmt.Sprintf("asn: %d, holdTime: %s, nodeSelector: {matchLabels: {%s: %s}}", ls.Opts.TorASN[r], holdTime, LeafSpineZoneLabel, LeafSpineZone(r))
-		if ls.Opts.unnumbered(r) {
+		switch {
+		case ls.Opts.unnumbered(r) && r == 0:
+			fmt.Fprintf(&b, "  - {defaultGateway: IPv6, %s}\n", sel)
+		case ls.Opts.unnumbered(r):
 			fmt.Fprintf(&b, "  - {interface: %s, %s}\n", LeafSpineUnnumberedLink, sel)
-			continue
-		}
-		for _, f := range []string{"IPv4", "IPv6"} {
-			fmt.Fprintf(&b, "  - {defaultGateway: %s, %s}\n", f, sel)
+		default:
+			for _, f := range []string{"IPv4", "IPv6"} {
+				fmt.Fprintf(&b, "  - {defaultGateway: %s, %s}\n", f, sel)
+			}
 		}
 	}
 	return b.String()
 }
 
-// UnnumberedNodeLinkLocals are the link-local addresses of the unnumbered
-// rack's nodes: their ToR's next hops for what they announce, IPv4 and
-// IPv6.
-func (ls *LeafSpine) UnnumberedNodeLinkLocals() []netip.Addr {
-	out := make([]netip.Addr, len(ls.Racks[lsUnnumberedRack]))
+// UnnumberedNodeLinkLocals are the link-local addresses of the nodes of
+// unnumbered rack r: their ToR's next hops for what they announce, IPv4
+// and IPv6.
+func (ls *LeafSpine) UnnumberedNodeLinkLocals(r int) []netip.Addr {
+	out := make([]netip.Addr, len(ls.Racks[r]))
 	for i := range out {
 		out[i] = LeafSpineNodeLinkLocal(i)
 	}
