@@ -39,7 +39,7 @@ func nodeProtocolName(f Family, i int) string { return fmt.Sprintf("node%d_%d", 
 // protocols that merge equal paths into ECMP routes.
 func (l *Lab) birdConfig() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "log stderr all;\n# set by hand: a router without IPv4 addresses has none to take\nrouter id %s;\n\n", RouterAddr(IPv4))
+	fmt.Fprintf(&b, "log stderr all;\n# set by hand: a router without an IPv4 address has none to take it from\nrouter id %s;\n\n", RouterAddr(IPv4))
 	b.WriteString("protocol device {\n\tscan time 10;\n}\n\n")
 	for _, f := range l.Opts.families() {
 		fmt.Fprintf(&b, "protocol kernel kernel%d {\n\tmerge paths on;\n\t%s {\n\t\timport none;\n\t\texport all;\n\t};\n}\n\n",

@@ -21,7 +21,7 @@ func (l *Lab) frrConfig() (string, error) {
 		b.WriteString(l.Opts.FRRExtra + "\n!\n")
 	}
 	fmt.Fprintf(&b, "router bgp %d\n", l.Opts.RouterASN)
-	b.WriteString(" ! set by hand: a router without IPv4 addresses has none to take\n")
+	b.WriteString(" ! set by hand: a router without an IPv4 address has none to take it from\n")
 	fmt.Fprintf(&b, " bgp router-id %s\n", RouterAddr(IPv4))
 	b.WriteString(" ! accept eBGP routes without an inbound policy (FRR drops them by default)\n")
 	b.WriteString(" no bgp ebgp-requires-policy\n")

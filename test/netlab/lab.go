@@ -120,8 +120,8 @@ type Options struct {
 	// IPv6Only makes the network of an IPv6-only cluster of NodePeers
 	// nodes: the nodes' links keep no IPv4 address (nor IPv4 route), and
 	// the router's only sessions are those nodes' IPv6 ones (none of IPv4,
-	// none with the host's speaker addresses). docs/node-agent.md shows
-	// the router's configs.
+	// none with the host's speaker addresses; NodeAddr(IPv4, i) is then
+	// no node's). docs/node-agent.md shows the router's configs.
 	IPv6Only bool
 }
 
