@@ -39,9 +39,9 @@ func nodeProtocolName(f Family, i int) string { return fmt.Sprintf("node%d_%d", 
 // protocols that merge equal paths into ECMP routes.
 func (l *Lab) birdConfig() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "log stderr all;\nrouter id %s;\n\n", RouterAddr(IPv4))
+	fmt.Fprintf(&b, "log stderr all;\n# set by hand: a router without an IPv4 address has none to take it from\nrouter id %s;\n\n", RouterAddr(IPv4))
 	b.WriteString("protocol device {\n\tscan time 10;\n}\n\n")
-	for _, f := range []Family{IPv4, IPv6} {
+	for _, f := range l.Opts.families() {
 		fmt.Fprintf(&b, "protocol kernel kernel%d {\n\tmerge paths on;\n\t%s {\n\t\timport none;\n\t\texport all;\n\t};\n}\n\n",
 			f, channel(f))
 	}
@@ -49,7 +49,7 @@ func (l *Lab) birdConfig() string {
 	if l.Opts.BFD {
 		b.WriteString(labBirdBFD)
 	}
-	for _, f := range []Family{IPv4, IPv6} {
+	for _, f := range l.Opts.families() {
 		for _, p := range l.Opts.peers(f) {
 			if tpl := l.Opts.BirdTemplates[f]; tpl != "" {
 				fmt.Fprintf(&b, "protocol bgp %s from %s {\n\tlocal %s as %d;\n\tneighbor %s as %d;\n}\n\n",
@@ -60,6 +60,9 @@ func (l *Lab) birdConfig() string {
 			fmt.Fprintf(&b, "\tlocal %s as %d;\n", RouterAddr(f), l.Opts.RouterASN)
 			fmt.Fprintf(&b, "\tneighbor %s as %d;\n", p.addr, l.Opts.SpeakerASN)
 			b.WriteString("\tpassive on; # the speakers dial; they do not listen\n")
+			if p.routerID.IsValid() {
+				fmt.Fprintf(&b, "\t# its router ID: %s, folded from its address\n", p.routerID)
+			}
 			if l.Opts.BFD {
 				b.WriteString("\tbfd on;\n")
 			}

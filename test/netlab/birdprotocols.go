@@ -27,6 +27,9 @@ type BirdProtocol struct {
 	// capabilities", not the neighbor's) include ADD-PATH with a receiving
 	// family ("RX: ipv4"); show protocols all of an established session.
 	LocalAddPathRx bool
+	// NeighborID is the BGP neighbor's router ID ("Neighbor ID", show
+	// protocols all of an established session), "" without one.
+	NeighborID string
 }
 
 // SessionState is a BGP protocol's session state in the words both routers
@@ -83,6 +86,9 @@ func ParseBirdProtocols(out string) []BirdProtocol {
 func birdProtocolDetails(p *BirdProtocol, lines []string) {
 	for _, line := range lines {
 		fields := strings.Fields(line)
+		if len(fields) == 3 && fields[0] == "Neighbor" && fields[1] == "ID:" {
+			p.NeighborID = fields[2]
+		}
 		if len(fields) < 3 || fields[0] != "Import" {
 			continue
 		}

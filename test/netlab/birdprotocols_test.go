@@ -13,6 +13,9 @@ device1    Device     ---        up     15:58:00.001
 spk4_0     BGP        ---        up     15:58:01.123  Established
   BGP state:          Established
     Neighbor address: 198.18.10.2
+    Neighbor AS:      64512
+    Local AS:         64500
+    Neighbor ID:      198.18.10.2
     Local capabilities
       Multiprotocol
         AF announced: ipv4
@@ -55,6 +58,9 @@ func TestParseBirdProtocols(t *testing.T) {
 	}
 	if len(spk4.ImportUpdates) != 1 || spk4.ImportUpdates[0] != 120 || len(spk4.ImportWithdraws) != 1 || spk4.ImportWithdraws[0] != 30 {
 		t.Errorf("spk4_0 imports = %v, %v; want [120], [30]", spk4.ImportUpdates, spk4.ImportWithdraws)
+	}
+	if spk4.NeighborID != "198.18.10.2" || spk6.NeighborID != "" {
+		t.Errorf("neighbor IDs %q and %q, want 198.18.10.2 and none", spk4.NeighborID, spk6.NeighborID)
 	}
 	if !spk4.LocalAddPathRx {
 		t.Error("spk4_0: no local ADD-PATH receive")

@@ -194,8 +194,16 @@ func (l *Lab) buildRouter() error {
 }
 
 func (l *Lab) buildNode(i int) error {
-	return l.segment().attachNode(l.Nodes[i], fmt.Sprintf("n%d", i),
-		NodeAddr(IPv4, i), NodeAddr(IPv6, i), RouterAddr(IPv4), RouterAddr(IPv6))
+	if err := l.segment().attachNode(l.Nodes[i], fmt.Sprintf("n%d", i),
+		NodeAddr(IPv4, i), NodeAddr(IPv6, i), RouterAddr(IPv4), RouterAddr(IPv6)); err != nil {
+		return err
+	}
+	if !l.Opts.IPv6Only {
+		return nil
+	}
+	// An IPv6-only node: its IPv4 address goes, and its IPv4 default
+	// route with it; the loopback keeps 127.0.0.1.
+	return ipn(l.Nodes[i], "-4", "addr", "flush", "scope", "global")
 }
 
 func (l *Lab) buildClient() error {

@@ -257,25 +257,46 @@ func (n *routerNS) frrLog() string {
 // neighbor address whose bgpState is "Established", "Active", ..., the same
 // words BIRD uses.
 func parseFRRNeighbors(data []byte) (map[netip.Addr]string, error) {
+	ns, err := parseFRRNeighborFields(data)
+	if err != nil {
+		return nil, err
+	}
+	states := map[netip.Addr]string{}
+	for a, n := range ns {
+		states[a] = n.BgpState
+	}
+	return states, nil
+}
+
+// frrNeighbor is what the lab reads of a neighbor in `show bgp neighbors
+// json`.
+type frrNeighbor struct {
+	BgpState string `json:"bgpState"`
+	// RemoteRouterID is the neighbor's router ID ("0.0.0.0" before its
+	// OPEN).
+	RemoteRouterID string `json:"remoteRouterId"`
+}
+
+// parseFRRNeighborFields reads `show bgp neighbors json`, keyed by
+// neighbor address (other keys are skipped).
+func parseFRRNeighborFields(data []byte) (map[netip.Addr]frrNeighbor, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, fmt.Errorf("netlab parse FRR neighbors: %w", err)
 	}
-	states := map[netip.Addr]string{}
+	out := map[netip.Addr]frrNeighbor{}
 	for key, v := range raw {
 		a, err := netip.ParseAddr(key)
 		if err != nil {
 			continue // not a neighbor
 		}
-		var n struct {
-			BgpState string `json:"bgpState"`
-		}
+		var n frrNeighbor
 		if err := json.Unmarshal(v, &n); err != nil {
 			return nil, fmt.Errorf("netlab parse FRR neighbor %s: %w", key, err)
 		}
-		states[a] = n.BgpState
+		out[a] = n
 	}
-	return states, nil
+	return out, nil
 }
 
 // checkFRRPassword refuses what FRR's config cannot carry: a password is one

@@ -18,7 +18,7 @@ import (
 )
 
 func TestParseFRRNeighbors(t *testing.T) {
-	data := `{"198.18.10.2":{"remoteAs":64512,"bgpState":"Established","peerGroup":"CCM"},
+	data := `{"198.18.10.2":{"remoteAs":64512,"bgpState":"Established","peerGroup":"CCM","remoteRouterId":"198.18.10.2"},
 	"2001:db8:10::2":{"remoteAs":64512,"bgpState":"Active"},
 	"vrfName":{"x":1}}`
 	got, err := parseFRRNeighbors([]byte(data))
@@ -36,6 +36,13 @@ func TestParseFRRNeighbors(t *testing.T) {
 		if got[a] != s {
 			t.Errorf("state of %s = %q, want %q", a, got[a], s)
 		}
+	}
+	fields, err := parseFRRNeighborFields([]byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := fields[netip.MustParseAddr("198.18.10.2")].RemoteRouterID; id != "198.18.10.2" {
+		t.Errorf("router ID of 198.18.10.2 = %q", id)
 	}
 	if _, err := parseFRRNeighbors([]byte("% Unknown command")); err == nil {
 		t.Error("not JSON: no error")

@@ -21,6 +21,7 @@ func (l *Lab) frrConfig() (string, error) {
 		b.WriteString(l.Opts.FRRExtra + "\n!\n")
 	}
 	fmt.Fprintf(&b, "router bgp %d\n", l.Opts.RouterASN)
+	b.WriteString(" ! set by hand: a router without an IPv4 address has none to take it from\n")
 	fmt.Fprintf(&b, " bgp router-id %s\n", RouterAddr(IPv4))
 	b.WriteString(" ! accept eBGP routes without an inbound policy (FRR drops them by default)\n")
 	b.WriteString(" no bgp ebgp-requires-policy\n")
@@ -33,7 +34,7 @@ func (l *Lab) frrConfig() (string, error) {
 	b.WriteString(" ! routes, marked stale, for the restart time the speaker announced\n")
 	b.WriteString(" ! (pkg/bgp: 120 s); once the session is back, until the speaker's\n")
 	b.WriteString(" ! End-of-RIB, at most stalepath-time (default 360 s). A Cease removes them.\n")
-	for _, f := range []Family{IPv4, IPv6} {
+	for _, f := range l.Opts.families() {
 		group := frrGroup(f)
 		fmt.Fprintf(&b, " neighbor %s peer-group\n", group)
 		fmt.Fprintf(&b, " neighbor %s remote-as %d\n", group, l.Opts.SpeakerASN)
@@ -42,6 +43,9 @@ func (l *Lab) frrConfig() (string, error) {
 			fmt.Fprintf(&b, " neighbor %s bfd profile speakers\n", group)
 		}
 		for _, p := range l.Opts.peers(f) {
+			if p.routerID.IsValid() {
+				fmt.Fprintf(&b, " ! its router ID: %s, folded from its address\n", p.routerID)
+			}
 			fmt.Fprintf(&b, " neighbor %s peer-group %s\n", p.addr, group)
 			if pw := p.password; pw != "" {
 				if err := checkFRRPassword(pw); err != nil {
@@ -51,7 +55,7 @@ func (l *Lab) frrConfig() (string, error) {
 			}
 		}
 	}
-	for _, f := range []Family{IPv4, IPv6} {
+	for _, f := range l.Opts.families() {
 		fmt.Fprintf(&b, " !\n address-family %s unicast\n", channel(f))
 		b.WriteString("  maximum-paths 64\n")
 		fmt.Fprintf(&b, "  neighbor %s activate\n", frrGroup(f))

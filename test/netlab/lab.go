@@ -28,6 +28,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/metal-ccm/metal-ccm/pkg/bgp"
 )
 
 // Default ASNs of the router and of the speakers it peers with.
@@ -115,6 +117,12 @@ type Options struct {
 	// PoolFields are YAML fields CloudConfig adds to its pool
 	// ("weightedECMP: true").
 	PoolFields []string
+	// IPv6Only makes the network of an IPv6-only cluster of NodePeers
+	// nodes: the nodes' links keep no IPv4 address (nor IPv4 route), and
+	// the router's only sessions are those nodes' IPv6 ones (none of IPv4,
+	// none with the host's speaker addresses; NodeAddr(IPv4, i) is then
+	// no node's). docs/node-agent.md shows the router's configs.
+	IPv6Only bool
 }
 
 func (o *Options) defaults() error {
@@ -138,6 +146,9 @@ func (o *Options) defaults() error {
 	}
 	if o.BFD && len(o.BirdTemplates) > 0 {
 		return errors.New("BFD with BIRD templates: the templates say the sessions' settings")
+	}
+	if o.IPv6Only && (len(o.NodePeers) == 0 || o.SecondRouter) {
+		return errors.New("IPv6-only: the router's sessions are the NodePeers nodes' alone")
 	}
 	if o.SecondRouter && o.Router != RouterBIRD {
 		return fmt.Errorf("a second router address needs %q", RouterBIRD)
@@ -167,20 +178,43 @@ type peer struct {
 	name     string // BIRD's protocol name, unique per family and address
 	addr     netip.Addr
 	password string
+	// routerID is the router ID the peer's speaker takes, when the config
+	// should say it (an IPv6-only node's, folded from its address).
+	routerID netip.Addr
 }
 
 // peers are the router's sessions of family f: one per speaker address,
-// then one per node of NodePeers.
+// then one per node of NodePeers (only the latter, of IPv6, with IPv6Only).
 func (o *Options) peers(f Family) []peer {
+	if !o.hasFamily(f) {
+		return nil
+	}
 	var out []peer
-	for i := range o.Speakers {
-		out = append(out, peer{name: ProtocolName(f, i), addr: SpeakerAddr(f, i), password: o.password(i)})
+	if !o.IPv6Only {
+		for i := range o.Speakers {
+			out = append(out, peer{name: ProtocolName(f, i), addr: SpeakerAddr(f, i), password: o.password(i)})
+		}
 	}
 	for _, i := range o.NodePeers {
-		out = append(out, peer{name: nodeProtocolName(f, i), addr: NodeAddr(f, i), password: o.Password})
+		p := peer{name: nodeProtocolName(f, i), addr: NodeAddr(f, i), password: o.Password}
+		if o.IPv6Only {
+			p.routerID = bgp.RouterIDFromIPv6(p.addr)
+		}
+		out = append(out, p)
 	}
 	return out
 }
+
+// families are the families of the router's sessions.
+func (o *Options) families() []Family {
+	if o.IPv6Only {
+		return []Family{IPv6}
+	}
+	return []Family{IPv4, IPv6}
+}
+
+// hasFamily is whether the router has sessions of family f.
+func (o *Options) hasFamily(f Family) bool { return slices.Contains(o.families(), f) }
 
 // peerAddr is the address of the session BIRD names protocol, if it is one
 // of the lab's.

@@ -68,6 +68,9 @@ type router interface {
 	// sessionStates maps each neighbor address to its session's state,
 	// in the words both implementations use ("Established", "Active").
 	sessionStates() (map[netip.Addr]string, error)
+	// neighborIDs are the router IDs of the established sessions'
+	// neighbors, by neighbor address.
+	neighborIDs() (map[netip.Addr]netip.Addr, error)
 	// paths are the paths its BGP table holds for exactly prefix.
 	paths(prefix netip.Prefix) ([]Path, error)
 	// routeProto is the kernel protocol of the routes it installs.

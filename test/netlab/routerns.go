@@ -92,3 +92,6 @@ func (n *routerNS) RouterLog() string {
 
 // BirdLog is RouterLog, kept for existing callers.
 func (n *routerNS) BirdLog() string { return n.RouterLog() }
+
+// RouterConfig is the config the router runs: BIRD's, or FRR bgpd's.
+func (n *routerNS) RouterConfig() (string, error) { return n.rt.config() }

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -45,26 +44,45 @@ bgp:
 // kubelet whose only --node-ip is IPv6, kube-proxy) whose links to the
 // router have no IPv4 address, the CCM, and the real node agent on each
 // node with its least-privilege identity (announceFrom Nodes), peering with
-// the router's IPv6 address alone. The nodes get only an IPv6 InternalIP;
-// each agent's router ID is its address folded into 32 bits (the rule of
-// docs/node-agent.md, "IPv6-only nodes"), as the router sees it; an IPv6
-// SingleStack LoadBalancer Service with externalTrafficPolicy Local and a
-// pod on each node gets an address of the IPv6 pool, which the router
-// learns from each node's IPv6 session, and the client reaches it through
-// the router and a node's kube-proxy, its own address kept. The control
-// plane is the suite's (dual-stack); the pods get both families from the
-// cluster's pod CIDRs.
+// the router's IPv6 address alone: once with each router (BIRD 2, FRR),
+// each running the config docs/node-agent.md shows for it. The nodes get
+// only an IPv6 InternalIP; each agent's router ID is its address folded
+// into 32 bits (the rule of docs/node-agent.md, "IPv6-only nodes"), as the
+// router sees it; an IPv6 SingleStack LoadBalancer Service with
+// externalTrafficPolicy Local and a pod on each node gets an address of the
+// IPv6 pool, which the router learns from each node's IPv6 session, and the
+// client reaches it through the router and a node's kube-proxy, its own
+// address kept. The control plane is the suite's (dual-stack); the pods get
+// both families from the cluster's pod CIDRs.
 func TestIPv6OnlyRealNodes(t *testing.T) {
-	lab := netlab.New(t, netlab.Options{Nodes: 2, Speakers: 1, NodePeers: []int{0, 1}})
+	archives, pauseRef := testImages(t)
+	for _, router := range netlab.RouterKinds {
+		t.Run(string(router), func(t *testing.T) { testIPv6OnlyRealNodes(t, router, archives, pauseRef) })
+	}
+}
+
+// testIPv6OnlyRealNodes is TestIPv6OnlyRealNodes with one router, in a lab
+// of its own.
+func testIPv6OnlyRealNodes(t *testing.T, router netlab.RouterKind, archives []string, pauseRef string) {
+	lab := netlab.New(t, netlab.Options{Nodes: 2, NodePeers: []int{0, 1}, IPv6Only: true, Router: router})
 	ctx := context.Background()
 	addrs := lab.NodeAddrs(netlab.IPv6)
+	conf, err := lab.RouterConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := "<!-- ipv6only:" + string(router) + " -->"
+	block, err := netlab.DocBlock("node-agent.md", marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.TrimRight(conf, "\n"); block != want {
+		t.Errorf("docs/node-agent.md: the block after %s is not the config the router runs; put this in it:\n%s", marker, want)
+	}
 	// No IPv4 address on the nodes' links (and so no IPv4 route off the
 	// node): only the loopback keeps 127.0.0.1, which the node's daemons
 	// reach the API server's relay on.
 	for i, ns := range lab.Nodes {
-		if _, err := lab.Exec(ns, "ip", "-4", "addr", "flush", "scope", "global"); err != nil {
-			t.Fatal(err)
-		}
 		out, err := lab.Exec(ns, "ip", "-4", "-o", "addr", "show")
 		if err != nil {
 			t.Fatal(err)
@@ -73,10 +91,9 @@ func TestIPv6OnlyRealNodes(t *testing.T) {
 			t.Fatalf("node %d: IPv4 addresses left: %s", i, out)
 		}
 	}
-	archives, pauseRef := testImages(t)
 	cfg := writeConfig(t, v6OnlyCloudConfig())
-	cp.StartCCMForTest(t, framework.CCMOptions{Name: "ccm-v6only", CloudConfig: cfg, HealthChecks: true, Args: []string{
-		"--leader-elect-resource-name", "v6only", "--allocate-node-cidrs=false", "--configure-cloud-routes=false",
+	cp.StartCCMForTest(t, framework.CCMOptions{Name: "ccm-v6only-" + string(router), CloudConfig: cfg, HealthChecks: true, Args: []string{
+		"--leader-elect-resource-name", "v6only-" + string(router), "--allocate-node-cidrs=false", "--configure-cloud-routes=false",
 		"--node-monitor-period", "1s",
 	}})
 	ns := framework.NewNamespace(t, client, framework.NamespaceName(t), framework.ReleaseServices(30*time.Second))
@@ -85,7 +102,7 @@ func TestIPv6OnlyRealNodes(t *testing.T) {
 	nodes := make([]*framework.RealNode, len(lab.Nodes))
 	names := make([]string, len(lab.Nodes))
 	for i := range lab.Nodes {
-		names[i] = fmt.Sprintf("v6only%d", i)
+		names[i] = fmt.Sprintf("v6%s%d", router, i)
 		name := names[i]
 		t.Cleanup(func() { _ = client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 		nodes[i] = cp.StartRealNode(ctx, t, framework.RealNodeOptions{
@@ -137,14 +154,13 @@ func TestIPv6OnlyRealNodes(t *testing.T) {
 			if !a.LogContains(fmt.Sprintf(`routerID="%s"`, want)) {
 				t.Errorf("%s does not say router ID %s:\n%s", a.Name, want, a.LogTail(20))
 			}
-			// The router's side: the session's neighbor ID (BIRD names
-			// a node's IPv6 session node6_<index>).
-			out, err := lab.Birdc("show", "protocols", "all", fmt.Sprintf("node6_%d", i))
+			// The router's side: the session's neighbor ID.
+			ids, err := lab.NeighborIDs()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := neighborID(out); got != want.String() {
-				t.Errorf("router: neighbor ID of %s is %q, want %s", addrs[i], got, want)
+			if got := ids[addrs[i]]; got != want {
+				t.Errorf("%s: neighbor ID of %s is %s, want %s", router, addrs[i], got, want)
 			}
 			t.Logf("agent of %s: session from %s, router ID %s", nodes[i].Name, addrs[i], want)
 		}
@@ -206,16 +222,4 @@ func TestIPv6OnlyRealNodes(t *testing.T) {
 			}
 		}
 	})
-}
-
-// neighborIDLine is the neighbor's router ID in `birdc show protocols all`
-// of a BGP session.
-var neighborIDLine = regexp.MustCompile(`(?m)^\s+Neighbor ID:\s+(\S+)`)
-
-// neighborID is the neighbor's router ID in out ("" without one).
-func neighborID(out string) string {
-	if m := neighborIDLine.FindStringSubmatch(out); m != nil {
-		return m[1]
-	}
-	return ""
 }
