@@ -30,21 +30,14 @@ const agentHoldTime = 9 * time.Second
 // time, so that a dead agent's paths go within seconds. The nodes run no
 // kube-proxy here: no health checks.
 func agentConfig(pool4, pool6 string) string {
-	return fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
-kind: CloudConfig
-loadBalancer:
-  pools:
-  - name: default
-    addresses: [%s, %q]
-bgp:
-  asn: %d
+	return netlab.CloudConfigHead(pool4, pool6, netlab.DefaultSpeakerASN) + fmt.Sprintf(`
   announceFrom: Nodes
   peers:
   - {address: %s, asn: %d, holdTime: %s}
   - {address: %q, asn: %d, holdTime: %s}
 healthChecks:
   enabled: false
-`, pool4, pool6, netlab.DefaultSpeakerASN, netlab.RouterAddr(netlab.IPv4), netlab.DefaultRouterASN, agentHoldTime,
+`, netlab.RouterAddr(netlab.IPv4), netlab.DefaultRouterASN, agentHoldTime,
 		netlab.RouterAddr(netlab.IPv6), netlab.DefaultRouterASN, agentHoldTime)
 }
 

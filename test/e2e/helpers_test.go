@@ -22,8 +22,14 @@ import (
 // IPv4 and IPv6 sessions from the replica's own source addresses.
 func ccmConfig(t *testing.T, lab *netlab.Lab, i int, pool4, pool6 string) string {
 	t.Helper()
-	body := lab.CloudConfig(i, pool4, pool6)
-	p := filepath.Join(t.TempDir(), fmt.Sprintf("cloud-config-%d.yaml", i))
+	return writeCloudConfig(t, fmt.Sprintf("cloud-config-%d.yaml", i), lab.CloudConfig(i, pool4, pool6))
+}
+
+// writeCloudConfig writes body to a file named name in a folder of the
+// test's, and returns its path.
+func writeCloudConfig(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +46,14 @@ func startReplica(t *testing.T, lab *netlab.Lab, i int, lease, pool4, pool6 stri
 // fast leader election; it is stopped when the test ends.
 func startReplicaAs(t *testing.T, lab *netlab.Lab, i int, kubeconfig, lease, pool4, pool6 string) *framework.CCM {
 	t.Helper()
-	name := fmt.Sprintf("ccm-%s-%d", strings.ToLower(t.Name()), i)
+	return startReplicaWith(t, fmt.Sprintf("ccm-%s-%d", strings.ToLower(t.Name()), i), kubeconfig, lease, ccmConfig(t, lab, i, pool4, pool6))
+}
+
+// startReplicaWith starts a replica named name with a kubeconfig ("": the
+// admin's), the cloud-config at path cfg and fast leader election; it is
+// stopped when the test ends.
+func startReplicaWith(t *testing.T, name, kubeconfig, lease, cfg string) *framework.CCM {
+	t.Helper()
 	// As in its pod, it publishes its sessions (kubectl metal-ccm status)
 	// in a Lease its pod would own: deleted once it stopped. A pod's name
 	// is a DNS subdomain (a subtest's name has "/" and "_").
@@ -49,7 +62,7 @@ func startReplicaAs(t *testing.T, lab *netlab.Lab, i int, kubeconfig, lease, poo
 		_ = client.CoordinationV1().Leases(metav1.NamespaceSystem).Delete(context.Background(), sessions.LeaseName(pod), metav1.DeleteOptions{})
 	})
 	return cp.StartCCMForTest(t, framework.CCMOptions{
-		Name: name, CloudConfig: ccmConfig(t, lab, i, pool4, pool6), Kubeconfig: kubeconfig,
+		Name: name, CloudConfig: cfg, Kubeconfig: kubeconfig,
 		Args: []string{"--leader-elect-resource-name", lease, "--leader-elect-lease-duration", "4s",
 			"--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms",
 			"--node-monitor-period", "1s"},

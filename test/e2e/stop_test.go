@@ -207,6 +207,23 @@ func stayWithout(t *testing.T, lab *netlab.Lab, ip netip.Addr) {
 // stale survives the restart.
 func stayWith(t *testing.T, lab *netlab.Lab, ip netip.Addr, speakers, hops []netip.Addr) {
 	t.Helper()
+	want := waitPaths(t, lab, ip, speakers, hops)
+	for end := time.Now().Add(settle); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		r, ok, err := lab.Route(netlab.HostPrefix(ip))
+		if err != nil || !ok || len(r.NextHops) != len(hops) {
+			t.Fatalf("route to %s after the restart: %v %v %v, want %v", ip, r.NextHops, ok, err, hops)
+		}
+		if got := ribPaths(t, lab, ip); !sameSet(got, want) {
+			t.Fatalf("BGP paths for %s after the restart: %v, want %v", ip, got, want)
+		}
+	}
+}
+
+// waitPaths waits until the kernel has exactly hops for ip and the
+// router's BGP table exactly one path per speaker and hop, and returns
+// those paths as ribPaths gives them.
+func waitPaths(t *testing.T, lab *netlab.Lab, ip netip.Addr, speakers, hops []netip.Addr) []string {
+	t.Helper()
 	waitRoute(t, lab, ip, hops...)
 	var want []string
 	for _, s := range speakers {
@@ -217,19 +234,10 @@ func stayWith(t *testing.T, lab *netlab.Lab, ip netip.Addr, speakers, hops []net
 	var got []string
 	for deadline := time.Now().Add(sessionTimeout); ; time.Sleep(200 * time.Millisecond) {
 		if got = ribPaths(t, lab, ip); sameSet(got, want) {
-			break
+			return want
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("BGP paths for %s after the restart: %v, want %v", ip, got, want)
-		}
-	}
-	for end := time.Now().Add(settle); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-		r, ok, err := lab.Route(netlab.HostPrefix(ip))
-		if err != nil || !ok || len(r.NextHops) != len(hops) {
-			t.Fatalf("route to %s after the restart: %v %v %v, want %v", ip, r.NextHops, ok, err, hops)
-		}
-		if got := ribPaths(t, lab, ip); !sameSet(got, want) {
-			t.Fatalf("BGP paths for %s after the restart: %v, want %v", ip, got, want)
+			t.Fatalf("BGP paths for %s: %v, want %v", ip, got, want)
 		}
 	}
 }

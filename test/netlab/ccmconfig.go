@@ -23,14 +23,7 @@ func (l *Lab) CloudConfigFrom(local4, local6 netip.Addr, pool4, pool6 string) st
 	if l.Opts.BFD {
 		bfd = "\n    " + LeafSpineBFD
 	}
-	return WithPoolFields(fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
-kind: CloudConfig
-loadBalancer:
-  pools:
-  - name: default
-    addresses: [%s, %q]
-bgp:
-  asn: %d
+	return WithPoolFields(CloudConfigHead(pool4, pool6, l.Opts.SpeakerASN)+fmt.Sprintf(`
   peers:
   - address: %s
     asn: %d
@@ -40,9 +33,22 @@ bgp:
     asn: %d
     localAddress: %q
     holdTime: 9s%s
-`, pool4, pool6, l.Opts.SpeakerASN,
-		RouterAddr(IPv4), l.Opts.RouterASN, local4, bfd,
+`, RouterAddr(IPv4), l.Opts.RouterASN, local4, bfd,
 		RouterAddr(IPv6), l.Opts.RouterASN, local6, bfd), l.Opts.PoolFields...)
+}
+
+// CloudConfigHead is a cloud-config's start: one pool named default with
+// pool4 and pool6, and bgp.asn, the bgp section's last line so far (without
+// a newline), which its further fields follow.
+func CloudConfigHead(pool4, pool6 string, asn uint32) string {
+	return fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
+kind: CloudConfig
+loadBalancer:
+  pools:
+  - name: default
+    addresses: [%s, %q]
+bgp:
+  asn: %d`, pool4, pool6, asn)
 }
 
 // WithPoolFields adds YAML fields ("weightedECMP: true") to the pool named

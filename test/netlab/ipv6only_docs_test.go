@@ -10,15 +10,7 @@ import (
 // which checks its running router's config against them too), with no IPv4
 // session, and FRR's loading without a complaint. It needs no root.
 func TestIPv6OnlyDocs(t *testing.T) {
-	opts := Options{Nodes: 2, NodePeers: []int{0, 1}, IPv6Only: true}
-	if err := opts.defaults(); err != nil {
-		t.Fatal(err)
-	}
-	l := &Lab{Opts: opts}
-	frr, err := l.frrConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, frr := labConfigs(t, Options{Nodes: 2, NodePeers: []int{0, 1}, IPv6Only: true})
 	for _, tc := range []struct {
 		marker, conf string
 		ipv4         []string // what an IPv4 session would add
@@ -46,4 +38,19 @@ func TestIPv6OnlyDocs(t *testing.T) {
 	if err := (&Options{IPv6Only: true}).defaults(); err == nil {
 		t.Error("IPv6Only without NodePeers: no error")
 	}
+}
+
+// labConfigs is a lab of opts that is not built, to render its router's
+// configs, and its FRR config.
+func labConfigs(t *testing.T, opts Options) (*Lab, string) {
+	t.Helper()
+	if err := opts.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	l := &Lab{Opts: opts}
+	frr, err := l.frrConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, frr
 }
