@@ -29,14 +29,17 @@ var (
 // address in no pool written over a served Service's own (as anyone allowed
 // to write services/status could) is never announced either: the leader
 // warns, and sets the Service's own address back (routed again) or keeps
-// the written one (not routed), as the allocator's record says.
+// the written one (not routed), as the allocator's record says. Then, in
+// the same lab, replicaPeers: replicas whose only peer is the router's
+// IPv6 address, then the router by interface (BGP unnumbered).
 func TestOnlyPoolAddressesAreAnnounced(t *testing.T) {
-	eachRouter(t, netlab.Options{Speakers: 1}, func(t *testing.T, lab *netlab.Lab, router netlab.RouterKind) {
+	eachRouter(t, replicaPeersOptions, func(t *testing.T, lab *netlab.Lab, router netlab.RouterKind) {
 		ns := framework.NewNamespace(t, client, framework.NamespaceName(t))
 		// Before the replica starts, as a migration leaves it.
 		adopted := framework.CreateLoadBalancer(t, client, ns, "adopted")
 		setIngress(t, adopted, []netip.Addr{outsideAddr})
-		ccm := startReplica(t, lab, 0, "e2e-outside-"+strings.ToLower(string(router)), "198.18.104.0/24", "2001:db8:104::/120")
+		lease, pool4, pool6 := "e2e-outside-"+strings.ToLower(string(router)), "198.18.104.0/24", "2001:db8:104::/120"
+		ccm := startReplica(t, lab, 0, lease, pool4, pool6)
 		framework.ReleaseAtEnd(t, client, ns, 30*time.Second)
 		waitEstablished(t, lab, sessionTimeout, lab.SpeakerAddrs(netlab.IPv4)[0])
 		svc := framework.CreateLoadBalancer(t, client, ns, "web")
@@ -68,5 +71,10 @@ func TestOnlyPoolAddressesAreAnnounced(t *testing.T) {
 		default:
 			t.Errorf("the status shows %s, want %s or %s", got, vip, writtenAddr)
 		}
+		if t.Failed() {
+			return
+		}
+		// The same lab, for the replicas' IPv6-only and unnumbered peers.
+		replicaPeers(t, lab, ccm, ns, lease, pool4, pool6)
 	})
 }

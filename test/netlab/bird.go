@@ -72,6 +72,9 @@ func (l *Lab) birdConfig() string {
 			fmt.Fprintf(&b, "\t%s {\n\t\timport all;\n\t\texport none;\n\t\tadd paths rx;\n\t};\n}\n\n", channel(f))
 		}
 	}
+	if l.Opts.UnnumberedSpeaker {
+		b.WriteString(l.Opts.birdUnnumberedSpeaker())
+	}
 	if l.Opts.SecondRouter {
 		l.secondRouterConfig(&b)
 	}

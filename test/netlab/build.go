@@ -84,6 +84,9 @@ func (l *Lab) build() error {
 	for i := range l.Nodes {
 		steps = append(steps, func() error { return l.buildNode(i) })
 	}
+	if l.Opts.UnnumberedSpeaker {
+		steps = append(steps, l.buildUnnumberedSpeaker)
+	}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return err

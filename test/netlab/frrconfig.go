@@ -55,11 +55,13 @@ func (l *Lab) frrConfig() (string, error) {
 			}
 		}
 	}
+	frrUnnumberedSpeaker(&b, &l.Opts)
 	for _, f := range l.Opts.families() {
 		fmt.Fprintf(&b, " !\n address-family %s unicast\n", channel(f))
 		b.WriteString("  maximum-paths 64\n")
 		fmt.Fprintf(&b, "  neighbor %s activate\n", frrGroup(f))
 		fmt.Fprintf(&b, "  neighbor %s route-map NONE out\n", frrGroup(f))
+		frrUnnumberedSpeakerAF(&b, &l.Opts)
 		if l.Opts.FRRImport != "" {
 			fmt.Fprintf(&b, "  neighbor %s route-map %s in\n", frrGroup(f), l.Opts.FRRImport)
 		}

@@ -123,6 +123,14 @@ type Options struct {
 	// none with the host's speaker addresses; NodeAddr(IPv4, i) is then
 	// no node's). docs/node-agent.md shows the router's configs.
 	IPv6Only bool
+	// UnnumberedSpeaker lets a speaker on the host peer with the router by
+	// interface (bgp.peers[].interface: HostLink): link-local addresses on
+	// the node segment (the router's RouterLinkLocal, the host link's
+	// SpeakerLinkLocal), a session the router takes from any link-local
+	// address there carrying IPv4 and IPv6; FRR's Router Advertisements
+	// there, which the host link takes only to learn the router and the
+	// nodes not at all (unnumbered_speaker.go). Not with IPv6Only.
+	UnnumberedSpeaker bool
 }
 
 func (o *Options) defaults() error {
@@ -149,6 +157,9 @@ func (o *Options) defaults() error {
 	}
 	if o.IPv6Only && (len(o.NodePeers) == 0 || o.SecondRouter) {
 		return errors.New("IPv6-only: the router's sessions are the NodePeers nodes' alone")
+	}
+	if o.IPv6Only && o.UnnumberedSpeaker {
+		return errors.New("IPv6-only with an unnumbered speaker: the router's sessions are the NodePeers nodes' alone")
 	}
 	if o.SecondRouter && o.Router != RouterBIRD {
 		return fmt.Errorf("a second router address needs %q", RouterBIRD)
@@ -219,6 +230,9 @@ func (o *Options) hasFamily(f Family) bool { return slices.Contains(o.families()
 // peerAddr is the address of the session BIRD names protocol, if it is one
 // of the lab's.
 func (o *Options) peerAddr(protocol string) (netip.Addr, bool) {
+	if o.UnnumberedSpeaker && strings.HasPrefix(protocol, unnumberedSpeakerProtocol+"_") {
+		return SpeakerLinkLocal, true
+	}
 	for _, f := range []Family{IPv4, IPv6} {
 		for _, p := range o.peers(f) {
 			if p.name == protocol {
