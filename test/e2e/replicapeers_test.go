@@ -92,6 +92,13 @@ func replicaPeers(t *testing.T, lab *netlab.Lab, first *framework.CCM, ns, lease
 		replicaCloudConfig(pool4, pool6, unnumberedRouterID, fmt.Sprintf("{interface: %s, asn: %d, holdTime: 9s%s}",
 			lab.HostLink, netlab.DefaultRouterASN, ll))))
 	framework.ReleaseAtEnd(t, client, ns, 30*time.Second)
+	waitEstablished(t, lab, sessionTimeout, netlab.SpeakerLinkLocal)
+	if ids, err = lab.NeighborIDs(); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids[netlab.SpeakerLinkLocal]; got.String() != unnumberedRouterID {
+		t.Errorf("the router sees router ID %v from %s, want bgp.routerID %s", got, netlab.SpeakerLinkLocal, unnumberedRouterID)
+	}
 	both := []netip.Addr{spk6, netlab.SpeakerLinkLocal}
 	waitPaths(t, lab, vip6, both, v6)
 	stopReplica(t, v6only)

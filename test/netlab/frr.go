@@ -275,10 +275,14 @@ type frrNeighbor struct {
 	// RemoteRouterID is the neighbor's router ID ("0.0.0.0" before its
 	// OPEN).
 	RemoteRouterID string `json:"remoteRouterId"`
+	// NeighborAddr is the address of an interface neighbour (neighbor
+	// IFACE interface, keyed by its interface), once learned.
+	NeighborAddr string `json:"bgpNeighborAddr"`
 }
 
 // parseFRRNeighborFields reads `show bgp neighbors json`, keyed by
-// neighbor address (other keys are skipped).
+// neighbor address: an interface neighbour's, keyed by its interface, is
+// its address there once learned (other keys are skipped).
 func parseFRRNeighborFields(data []byte) (map[netip.Addr]frrNeighbor, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
@@ -288,7 +292,14 @@ func parseFRRNeighborFields(data []byte) (map[netip.Addr]frrNeighbor, error) {
 	for key, v := range raw {
 		a, err := netip.ParseAddr(key)
 		if err != nil {
-			continue // not a neighbor
+			var n frrNeighbor
+			if json.Unmarshal(v, &n) != nil {
+				continue // not a neighbor
+			}
+			if a, err = netip.ParseAddr(n.NeighborAddr); err == nil {
+				out[a.WithZone("")] = n
+			}
+			continue
 		}
 		var n frrNeighbor
 		if err := json.Unmarshal(v, &n); err != nil {

@@ -20,6 +20,8 @@ import (
 func TestParseFRRNeighbors(t *testing.T) {
 	data := `{"198.18.10.2":{"remoteAs":64512,"bgpState":"Established","peerGroup":"CCM","remoteRouterId":"198.18.10.2"},
 	"2001:db8:10::2":{"remoteAs":64512,"bgpState":"Active"},
+	"br0":{"bgpNeighborAddr":"fe80::2","bgpState":"Established","remoteRouterId":"198.18.10.9"},
+	"n1":{"bgpNeighborAddr":"none","bgpState":"Idle"},
 	"vrfName":{"x":1}}`
 	got, err := parseFRRNeighbors([]byte(data))
 	if err != nil {
@@ -28,6 +30,7 @@ func TestParseFRRNeighbors(t *testing.T) {
 	want := map[netip.Addr]string{
 		netip.MustParseAddr("198.18.10.2"):    "Established",
 		netip.MustParseAddr("2001:db8:10::2"): "Active",
+		netip.MustParseAddr("fe80::2"):        "Established",
 	}
 	if len(got) != len(want) {
 		t.Fatalf("states = %v, want %v", got, want)
