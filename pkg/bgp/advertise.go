@@ -42,7 +42,7 @@ func advertiseSelf(ctx context.Context, logger logr.Logger, iface string) {
 		err := sendRouterAdvert(iface)
 		switch {
 		case err != nil && !failed:
-			logger.Info("Cannot announce this speaker on the peer's link: a router that learns its neighbours from Router Advertisements (FRR's neighbor IFACE interface) will not accept the session; give the agent CAP_NET_RAW (docs/leaf-spine.md, Unnumbered)",
+			logger.Info("Cannot announce this speaker on the peer's link: a router that learns its neighbours from Router Advertisements (FRR's neighbor IFACE interface) will not accept the session; give this process CAP_NET_RAW, or configure the router to take the session without them (docs/leaf-spine.md, Unnumbered)",
 				"interface", iface, "err", err)
 			failed = true
 		case err == nil && failed:
