@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	speaker "github.com/metal-ccm/metal-ccm/pkg/bgp"
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/routerid"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
@@ -269,7 +269,7 @@ func TestNodeAgents(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitRoute(t, lab, vip6, hops6...)
-		id := speaker.RouterIDFromIPv6(hops6[2])
+		id := routerid.FromIPv6(hops6[2])
 		if !a.LogContains(fmt.Sprintf(`routerID="%s"`, id)) {
 			t.Errorf("%s does not say router ID %s:\n%s", a.Name, id, a.LogTail(20))
 		}

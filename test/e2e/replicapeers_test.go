@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/metal-ccm/metal-ccm/pkg/bgp"
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/routerid"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
@@ -66,7 +66,7 @@ func replicaPeers(t *testing.T, lab *netlab.Lab, first *framework.CCM, ns, lease
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := bgp.RouterIDFromIPv6(spk6); ids[spk6] != want {
+	if want := routerid.FromIPv6(spk6); ids[spk6] != want {
 		t.Errorf("the router sees router ID %v from %s, want %s (folded from the address)", ids[spk6], spk6, want)
 	}
 	if spk4 := lab.SpeakerAddrs(netlab.IPv4)[1]; ids[spk4].IsValid() {

@@ -29,7 +29,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/metal-ccm/metal-ccm/pkg/bgp"
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/routerid"
 )
 
 // Default ASNs of the router and of the speakers it peers with.
@@ -209,7 +209,7 @@ func (o *Options) peers(f Family) []peer {
 	for _, i := range o.NodePeers {
 		p := peer{name: nodeProtocolName(f, i), addr: NodeAddr(f, i), password: o.Password}
 		if o.IPv6Only {
-			p.routerID = bgp.RouterIDFromIPv6(p.addr)
+			p.routerID = routerid.FromIPv6(p.addr)
 		}
 		out = append(out, p)
 	}

@@ -14,7 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/metal-ccm/metal-ccm/pkg/bgp"
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/routerid"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
@@ -150,7 +150,7 @@ func testIPv6OnlyRealNodes(t *testing.T, router netlab.RouterKind, archives []st
 	t.Run("each agent peers over IPv6 with a router ID folded from its address", func(t *testing.T) {
 		waitSessions(t, lab, addrs, true)
 		for i, a := range agents {
-			want := bgp.RouterIDFromIPv6(addrs[i])
+			want := routerid.FromIPv6(addrs[i])
 			if !a.LogContains(fmt.Sprintf(`routerID="%s"`, want)) {
 				t.Errorf("%s does not say router ID %s:\n%s", a.Name, want, a.LogTail(20))
 			}

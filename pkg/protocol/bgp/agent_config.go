@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	speaker "github.com/metal-ccm/metal-ccm/pkg/bgp"
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/routerid"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/nodes"
 )
@@ -45,7 +46,7 @@ func agentSpeakerConfig(cfg *config.CloudConfig, n *v1.Node) (speaker.Config, er
 	if !ok {
 		return speaker.Config{}, fmt.Errorf("node %s: %w", n.Name, ErrNoInternalIP)
 	}
-	out.RouterID = speaker.RouterIDFor(ip)
+	out.RouterID = routerid.For(ip)
 	for i := range b.Peers {
 		p := &b.Peers[i]
 		if !p.Selects(labels.Set(n.Labels)) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/metal-ccm/metal-ccm/pkg/announcer"
 	speaker "github.com/metal-ccm/metal-ccm/pkg/bgp"
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/routerid"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
 	"github.com/metal-ccm/metal-ccm/pkg/nodes"
 	"github.com/metal-ccm/metal-ccm/pkg/protocol"
@@ -230,7 +231,7 @@ func speakerConfig(b *config.BGP, rt *config.Routes) (speaker.Config, error) {
 // routerIDFor is the source address toward the first IPv4 peer (its
 // configured local address, else nodes.SourceToward: no packet is sent);
 // with IPv6 peers only, the one toward the first of them, as
-// speaker.RouterIDFromIPv6 folds it.
+// routerid.FromIPv6 folds it.
 func routerIDFor(peers []speaker.Peer) (netip.Addr, error) {
 	for _, v4 := range []bool{true, false} {
 		for _, p := range peers {
@@ -238,13 +239,13 @@ func routerIDFor(peers []speaker.Peer) (netip.Addr, error) {
 				continue // a link-local session gives no address to use
 			}
 			if p.LocalAddress.IsValid() {
-				return speaker.RouterIDFor(p.LocalAddress), nil
+				return routerid.For(p.LocalAddress), nil
 			}
 			local, err := nodes.SourceToward(netip.AddrPortFrom(p.Address, p.Port))
 			if err != nil {
 				return netip.Addr{}, fmt.Errorf("derive BGP router ID: %w", err)
 			}
-			return speaker.RouterIDFor(local), nil
+			return routerid.For(local), nil
 		}
 	}
 	return netip.Addr{}, ErrNoRouterID
