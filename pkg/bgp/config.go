@@ -63,8 +63,9 @@ type Peer struct {
 	// (MultihopTTL, else 1) plus one are taken.
 	TTLSecurity bool
 	// BFD, when set, runs a BFD session with the router beside the BGP
-	// session (single hop, or multihop with MultihopTTL); the BGP session
-	// is reset when BFD sees the path fail.
+	// session (single hop, or multihop with MultihopTTL; on an Interface,
+	// single hop between the link-local addresses, once the router is
+	// found); the BGP session is reset when BFD sees the path fail.
 	BFD *BFD
 }
 
@@ -188,9 +189,6 @@ func (p Peer) linkLocalProblems() []error {
 	}
 	if p.MultihopTTL > 0 {
 		errs = append(errs, errors.New("multihopTTL: a link-local router is one hop away"))
-	}
-	if p.BFD != nil {
-		errs = append(errs, errors.New("bfd is not supported on a link-local session"))
 	}
 	return errs
 }
