@@ -16,8 +16,8 @@ import (
 
 // bfdSessions are a running speaker's BFD sessions, one per peer with BFD
 // whose router is known: a peer on an interface gets its session once its
-// router is found on the link, and a router found at another address moves
-// it there. Speaker.mu guards it.
+// router is found on the link, with its BGP peer (runBFD; given another
+// address for the peer, it moves the session there). Speaker.mu guards it.
 type bfdSessions struct {
 	ctx    context.Context
 	logger logr.Logger
