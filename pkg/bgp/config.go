@@ -28,7 +28,9 @@ type Peer struct {
 	// (Address, else the gateway the kernel learned from the router's
 	// Router Advertisements, else the one neighbour entry flagged as a
 	// router), and the session carries IPv4 and IPv6 unicast, IPv4 with
-	// IPv6 next hops (extended next hop, RFC 8950).
+	// IPv6 next hops (extended next hop, RFC 8950). Without Address, the
+	// peer moves to the link's router when that has another address while
+	// the session is not established (followRouter).
 	Interface string
 	// NextHopSelf sends every path with the session's own address as next
 	// hop instead of the one given (a node agent on a link-local session:

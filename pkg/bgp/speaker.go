@@ -240,13 +240,16 @@ func (s *Speaker) startServer(ctx, watchCtx context.Context, logger logr.Logger,
 			// The router may not have advertised itself yet: the
 			// session starts once it has.
 			logger.Info("BGP peer's router not found on its link yet: looking again", "peer", p.Name, "interface", p.Interface, "err", err)
-			go s.addPeerLater(watchCtx, logger, srv, i)
+			go s.followRouter(watchCtx, logger, srv, i, netip.Addr{})
 			return nil
 		}
 		if err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(s.cfg.ASN, p, nb)}); err != nil {
 			return fmt.Errorf("add peer: %w", err)
 		}
 		s.runBFD(i, srv, nb)
+		if p.Interface != "" {
+			go s.followRouter(watchCtx, logger, srv, i, nb)
+		}
 		return nil
 	}()
 	if err != nil {
@@ -254,46 +257,6 @@ func (s *Speaker) startServer(ctx, watchCtx context.Context, logger logr.Logger,
 		return nil, err
 	}
 	return srv, nil
-}
-
-// routerRetry is how often a peer on an interface whose router is not
-// known yet is looked for again.
-const routerRetry = 2 * time.Second
-
-// addPeerLater adds peer i to srv once its router is found on its link,
-// unless the speaker stops first.
-func (s *Speaker) addPeerLater(ctx context.Context, logger logr.Logger, srv *server.BgpServer, i int) {
-	p := s.cfg.Peers[i]
-	t := time.NewTicker(routerRetry)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		nb, err := p.neighbor()
-		if err != nil {
-			logger.V(4).Info("BGP peer's router still not found", "peer", p.Name, "interface", p.Interface, "err", err)
-			continue
-		}
-		s.mu.Lock()
-		if s.closing {
-			s.mu.Unlock()
-			return
-		}
-		err = srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(s.cfg.ASN, p, nb)})
-		if err == nil {
-			s.runBFD(i, srv, nb)
-		}
-		s.mu.Unlock()
-		if err != nil {
-			logger.Error(err, "BGP peer not added", "peer", p.Name, "router", nb)
-			continue
-		}
-		logger.Info("BGP peer's router found on its link", "peer", p.Name, "router", nb)
-		return
-	}
 }
 
 // neighbor is the router's address as GoBGP takes it: Address, or for a
