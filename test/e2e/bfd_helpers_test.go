@@ -13,15 +13,27 @@ import (
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
 
+// agentBFDWait bounds how long an agent's BFD session may take to be up
+// after its router's: the router is Up once it has the agent's Init, the
+// agent once it has the router's next packet.
+const agentBFDWait = 10 * time.Second
+
 // checkAgentBFDUp fails the test unless the agent in node namespace ns
-// says in its metrics that its BFD session with peer (as the metrics name
-// it: the router's address, zoned on a link-local session) is up.
+// says in its metrics, within agentBFDWait, that its BFD session with
+// peer (as the metrics name it: the router's address, zoned on a
+// link-local session) is up.
 func checkAgentBFDUp(t *testing.T, ls *netlab.LeafSpine, ns, node, peer string) {
 	t.Helper()
-	out, err := ls.Exec(ns, "curl", "-sS", "--max-time", "5", "http://127.0.0.1:10263/metrics")
 	want := fmt.Sprintf("metal_ccm_agent_bgp_bfd_session_up{peer=%q} 1", peer)
-	if err != nil || !strings.Contains(out, want) {
-		t.Errorf("agent of %s: /metrics lacks %q (%v)", node, want, err)
+	for deadline := time.Now().Add(agentBFDWait); ; time.Sleep(200 * time.Millisecond) {
+		out, err := ls.Exec(ns, "curl", "-sS", "--max-time", "5", "http://127.0.0.1:10263/metrics")
+		if err == nil && strings.Contains(out, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("agent of %s: /metrics lacks %q after %s (%v)", node, want, agentBFDWait, err)
+			return
+		}
 	}
 }
 
