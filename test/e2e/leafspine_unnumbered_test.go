@@ -142,7 +142,10 @@ func testUnnumberedBFD(t *testing.T, ls *netlab.LeafSpine, agents []*agent, p ne
 			checkAgentBFDUp(t, ls, ls.NodeNamespace(r, i), fmt.Sprintf("rack %d node %d", r, i), "fe80::1%"+netlab.LeafSpineUnnumberedLink)
 		}
 	}
+	// One rack after the other, each agent resumed at once: the first
+	// one's session comes back while the second rack's is measured.
 	frozen := map[int]bool{}
+	resumed := map[int]time.Time{}
 	for r := range 2 {
 		k := r * len(ls.Racks[0]) // rack r's node 0
 		all := ls.UnnumberedNodeLinkLocals(r)
@@ -151,14 +154,16 @@ func testUnnumberedBFD(t *testing.T, ls *netlab.LeafSpine, agents []*agent, p ne
 		t.Logf("rack %d (%s ToR): node 1's agent frozen, its path gone from the ToR's kernel after %.2fs (BFD 300ms × 3, hold time %s)",
 			r, ls.Opts.TorRouter[r], took.Seconds(), leafSpineHoldTime)
 		resume()
-		resumed := time.Now()
+		resumed[r] = time.Now()
+	}
+	for r := range 2 {
 		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		err := ls.WaitRoute(wctx, ls.Tors[r], p, all)
+		err := ls.WaitRoute(wctx, ls.Tors[r], p, ls.UnnumberedNodeLinkLocals(r))
 		cancel()
 		if err != nil {
 			t.Fatalf("ToR %d: the resumed agent's path is not back: %v\n%s", r, err, unnumberedTorState(ls, r))
 		}
-		t.Logf("rack %d: the resumed agent's path back at the ToR after %.1fs", r, time.Since(resumed).Seconds())
+		t.Logf("rack %d: the resumed agent's path back at the ToR by %.1fs after it resumed", r, time.Since(resumed[r]).Seconds())
 	}
 	// No other session failed meanwhile.
 	for i, a := range agents {
