@@ -60,8 +60,8 @@ type Speaker struct {
 	// bfd, while running, has the peers' BFD sessions.
 	bfd     *bfdSessions
 	started bool
-	// closing is set when Start stops the servers: a peer added late
-	// (addPeerLater) is not added any more.
+	// closing is set when Start stops the servers: a peer on an interface
+	// is not added or moved any more (followRouter).
 	closing bool
 	stopped bool
 	stop    chan struct{} // closed by Stop
@@ -154,7 +154,7 @@ func (s *Speaker) Start(ctx context.Context) error {
 	servers, err := s.startServers(ctx, watchCtx, logger)
 	if err != nil {
 		s.mu.Lock()
-		s.bfd = nil
+		s.bfd, s.closing = nil, true
 		s.mu.Unlock()
 		return err
 	}
