@@ -14,33 +14,91 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/bfd"
 )
 
-// startBFD starts peer i's BFD session, when it has one, until ctx ends
-// (wg counts it); nil otherwise. When BFD sees the path fail (RFC 5882
-// section 4.3: not when the router took its BFD session down on purpose)
-// the BGP session is closed and dialed again, as when its hold timer
-// expires, instead of after the hold time (resetOnBFD).
-func (s *Speaker) startBFD(ctx context.Context, wg *sync.WaitGroup, logger logr.Logger, i int, srv *server.BgpServer) *bfd.Session {
-	p := s.cfg.Peers[i]
-	if p.BFD == nil {
+// bfdSessions are a running speaker's BFD sessions, one per peer with BFD
+// whose router is known: a peer on an interface gets its session once its
+// router is found on the link, with its BGP peer (runBFD; given another
+// address for the peer, it moves the session there). Speaker.mu guards it.
+type bfdSessions struct {
+	ctx    context.Context
+	logger logr.Logger
+	wg     sync.WaitGroup
+	peers  []peerBFD // by index in Config.Peers
+}
+
+// peerBFD is one peer's BFD session (sess nil: none yet).
+type peerBFD struct {
+	sess   *bfd.Session
+	router netip.Addr // the session's peer address
+	stop   context.CancelFunc
+	done   chan struct{} // closed when the session's Run returned
+}
+
+func newBFDSessions(ctx context.Context, logger logr.Logger, peers int) *bfdSessions {
+	return &bfdSessions{ctx: ctx, logger: logger, peers: make([]peerBFD, peers)}
+}
+
+// sessions are the running sessions, by peer index (nil: none).
+func (b *bfdSessions) sessions() []*bfd.Session {
+	if b == nil {
 		return nil
 	}
-	cfg := bfd.Config{Peer: p.Address, Local: p.LocalAddress, Hops: p.MultihopTTL,
-		MinRx: p.BFD.ReceiveInterval, MinTx: p.BFD.TransmitInterval, Multiplier: p.BFD.Multiplier}
-	sess := bfd.New(cfg, logger.WithName("bfd"), func(ev bfd.Event) {
-		if !resetOnBFD(ev, bgpState(ctx, srv, p.Address)) {
+	out := make([]*bfd.Session, len(b.peers))
+	for i, p := range b.peers {
+		out[i] = p.sess
+	}
+	return out
+}
+
+// runBFD starts peer i's BFD session with its router at router, which srv
+// has as the peer's neighbour, when the peer has BFD; a session with
+// another address ends first (AdminDown: the router there is not failing,
+// it is not this peer's any more). A no-op while the speaker is not
+// running. The caller holds s.mu.
+func (s *Speaker) runBFD(i int, srv *server.BgpServer, router netip.Addr) {
+	b := s.bfd
+	if b == nil || s.cfg.Peers[i].BFD == nil {
+		return
+	}
+	cur := &b.peers[i]
+	if cur.sess != nil {
+		if cur.router == router {
 			return
 		}
-		logger.Info("BFD session failed: resetting the BGP session", "peer", p.Address, "diagnostic", ev.Diagnostic)
-		if err := srv.ResetPeer(context.WithoutCancel(ctx), &api.ResetPeerRequest{Address: p.Address.String(), Communication: "BFD down"}); err != nil {
-			logger.V(2).Info("BGP session not reset after BFD down", "peer", p.Address, "err", err)
-		}
-	})
-	wg.Add(1)
+		b.logger.Info("BFD session moved to the peer's new router address", "peer", s.cfg.Peers[i].Name, "from", cur.router, "to", router)
+		cur.stop()
+	}
+	ctx, stop := context.WithCancel(b.ctx)
+	done := make(chan struct{})
+	sess := s.startBFD(ctx, b.logger, i, srv, router)
+	b.wg.Add(1)
 	go func() {
-		defer wg.Done()
+		defer b.wg.Done()
+		defer close(done)
 		sess.Run(ctx)
 	}()
-	return sess
+	*cur = peerBFD{sess: sess, router: router, stop: stop, done: done}
+}
+
+// startBFD returns peer i's BFD session with its router at router (its
+// address, or its link-local address zoned with the peer's interface: the
+// session then runs on that link, from this host's link-local address
+// there); Run runs it. When BFD sees the path fail (RFC 5882 section 4.3:
+// not when the router took its BFD session down on purpose) the BGP
+// session is closed and dialed again, as when its hold timer expires,
+// instead of after the hold time (resetOnBFD).
+func (s *Speaker) startBFD(ctx context.Context, logger logr.Logger, i int, srv *server.BgpServer, router netip.Addr) *bfd.Session {
+	p := s.cfg.Peers[i]
+	cfg := bfd.Config{Peer: router, Local: p.LocalAddress, Hops: p.MultihopTTL,
+		MinRx: p.BFD.ReceiveInterval, MinTx: p.BFD.TransmitInterval, Multiplier: p.BFD.Multiplier}
+	return bfd.New(cfg, logger.WithName("bfd"), func(ev bfd.Event) {
+		if !resetOnBFD(ev, bgpState(ctx, srv, router)) {
+			return
+		}
+		logger.Info("BFD session failed: resetting the BGP session", "peer", router, "diagnostic", ev.Diagnostic)
+		if err := srv.ResetPeer(context.WithoutCancel(ctx), &api.ResetPeerRequest{Address: router.String(), Communication: "BFD down"}); err != nil {
+			logger.V(2).Info("BGP session not reset after BFD down", "peer", router, "err", err)
+		}
+	})
 }
 
 // resetOnBFD reports whether a BFD event resets the BGP session, in state
@@ -58,11 +116,12 @@ func resetOnBFD(ev bfd.Event, bgp string) bool {
 }
 
 // bgpState is the state of srv's session with peer, as PeerState has it;
-// "idle" when srv does not tell.
+// "idle" when srv does not tell. A link-local peer's zone is its
+// interface, the server's only one: the address alone names it.
 func bgpState(ctx context.Context, srv *server.BgpServer, peer netip.Addr) string {
 	state := "idle"
 	_ = srv.ListPeer(context.WithoutCancel(ctx), &api.ListPeerRequest{Address: peer.String()}, func(p *api.Peer) {
-		if st, ok := peerState(p); ok && st.Address == peer {
+		if st, ok := peerState(p); ok && st.Address.WithZone("") == peer.WithZone("") {
 			state = st.State
 		}
 	})

@@ -28,7 +28,9 @@ type Peer struct {
 	// (Address, else the gateway the kernel learned from the router's
 	// Router Advertisements, else the one neighbour entry flagged as a
 	// router), and the session carries IPv4 and IPv6 unicast, IPv4 with
-	// IPv6 next hops (extended next hop, RFC 8950).
+	// IPv6 next hops (extended next hop, RFC 8950). Without Address, the
+	// peer moves to the link's router when that has another address while
+	// the session is not established (followRouter).
 	Interface string
 	// NextHopSelf sends every path with the session's own address as next
 	// hop instead of the one given (a node agent on a link-local session:
@@ -63,8 +65,9 @@ type Peer struct {
 	// (MultihopTTL, else 1) plus one are taken.
 	TTLSecurity bool
 	// BFD, when set, runs a BFD session with the router beside the BGP
-	// session (single hop, or multihop with MultihopTTL); the BGP session
-	// is reset when BFD sees the path fail.
+	// session (single hop, or multihop with MultihopTTL; on an Interface,
+	// single hop between the link-local addresses, once the router is
+	// found); the BGP session is reset when BFD sees the path fail.
 	BFD *BFD
 }
 
@@ -188,9 +191,6 @@ func (p Peer) linkLocalProblems() []error {
 	}
 	if p.MultihopTTL > 0 {
 		errs = append(errs, errors.New("multihopTTL: a link-local router is one hop away"))
-	}
-	if p.BFD != nil {
-		errs = append(errs, errors.New("bfd is not supported on a link-local session"))
 	}
 	return errs
 }

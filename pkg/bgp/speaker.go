@@ -17,7 +17,6 @@ import (
 	"github.com/osrg/gobgp/v4/pkg/server"
 	"k8s.io/klog/v2"
 
-	"github.com/metal-ccm/metal-ccm/pkg/bgp/bfd"
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/limits"
 )
@@ -58,12 +57,11 @@ type Speaker struct {
 	// shared one would let the first peer to finish the restart end it
 	// for the others (whose routers would then flush the kept routes).
 	servers []*server.BgpServer
-	// bfd, while running, has each peer's BFD session (nil for a peer
-	// without BFD), by index in cfg.Peers.
-	bfd     []*bfd.Session
+	// bfd, while running, has the peers' BFD sessions.
+	bfd     *bfdSessions
 	started bool
-	// closing is set when Start stops the servers: a peer added late
-	// (addPeerLater) is not added any more.
+	// closing is set when Start stops the servers: a peer on an interface
+	// is not added or moved any more (followRouter).
 	closing bool
 	stopped bool
 	stop    chan struct{} // closed by Stop
@@ -83,8 +81,8 @@ type PeerState struct {
 	// Uptime is how long the session has been established (0 otherwise).
 	Uptime time.Duration
 	// BFD is the state of the peer's BFD session: "up", "down", "init" or
-	// "admindown"; "" for a peer without BFD, or while the speaker is not
-	// running.
+	// "admindown"; "" for a peer without BFD, while the speaker is not
+	// running, or while the router of a peer on an interface is not found.
 	BFD string
 }
 
@@ -142,20 +140,24 @@ func (s *Speaker) Start(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	watchCtx, cancelWatch := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWatch()
+	// The BFD sessions start with their peers (runBFD), a peer on an
+	// interface once its router is found.
+	bfdCtx, stopBFD := context.WithCancel(context.WithoutCancel(ctx))
+	bfdRunning := newBFDSessions(bfdCtx, logger, len(s.cfg.Peers))
+	defer func() {
+		stopBFD()
+		bfdRunning.wg.Wait()
+	}()
+	s.mu.Lock()
+	s.bfd = bfdRunning
+	s.mu.Unlock()
 	servers, err := s.startServers(ctx, watchCtx, logger)
 	if err != nil {
+		s.mu.Lock()
+		s.bfd, s.closing = nil, true
+		s.mu.Unlock()
 		return err
 	}
-	var bfdRunning sync.WaitGroup
-	bfdCtx, stopBFD := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopBFD()
-	sessions := make([]*bfd.Session, len(servers))
-	for i, srv := range servers {
-		sessions[i] = s.startBFD(bfdCtx, &bfdRunning, logger, i, srv)
-	}
-	s.mu.Lock()
-	s.bfd = sessions
-	s.mu.Unlock()
 	logger.Info("BGP speaker started", "asn", s.cfg.ASN, "routerID", s.cfg.RouterID, "peers", len(s.cfg.Peers))
 
 	select {
@@ -163,6 +165,7 @@ func (s *Speaker) Start(ctx context.Context) error {
 	case <-s.stop:
 	}
 	s.mu.Lock()
+	sessions := s.bfd.sessions()
 	s.servers, s.bfd, s.closing = nil, nil, true
 	s.mu.Unlock()
 	stopAll(servers)
@@ -170,7 +173,7 @@ func (s *Speaker) Start(ctx context.Context) error {
 	// the BFD sessions end with AdminDown (waitRouterDown).
 	waitRouterDown(sessions, routerDownWait)
 	stopBFD()
-	bfdRunning.Wait()
+	bfdRunning.wg.Wait()
 	logger.Info("BGP speaker stopped")
 	return nil
 }
@@ -237,11 +240,15 @@ func (s *Speaker) startServer(ctx, watchCtx context.Context, logger logr.Logger,
 			// The router may not have advertised itself yet: the
 			// session starts once it has.
 			logger.Info("BGP peer's router not found on its link yet: looking again", "peer", p.Name, "interface", p.Interface, "err", err)
-			go s.addPeerLater(watchCtx, logger, srv, i)
+			go s.followRouter(watchCtx, logger, srv, i, netip.Addr{})
 			return nil
 		}
 		if err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(s.cfg.ASN, p, nb)}); err != nil {
 			return fmt.Errorf("add peer: %w", err)
+		}
+		s.runBFD(i, srv, nb)
+		if p.Interface != "" {
+			go s.followRouter(watchCtx, logger, srv, i, nb)
 		}
 		return nil
 	}()
@@ -250,43 +257,6 @@ func (s *Speaker) startServer(ctx, watchCtx context.Context, logger logr.Logger,
 		return nil, err
 	}
 	return srv, nil
-}
-
-// routerRetry is how often a peer on an interface whose router is not
-// known yet is looked for again.
-const routerRetry = 2 * time.Second
-
-// addPeerLater adds peer i to srv once its router is found on its link,
-// unless the speaker stops first.
-func (s *Speaker) addPeerLater(ctx context.Context, logger logr.Logger, srv *server.BgpServer, i int) {
-	p := s.cfg.Peers[i]
-	t := time.NewTicker(routerRetry)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		nb, err := p.neighbor()
-		if err != nil {
-			logger.V(4).Info("BGP peer's router still not found", "peer", p.Name, "interface", p.Interface, "err", err)
-			continue
-		}
-		s.mu.Lock()
-		if s.closing {
-			s.mu.Unlock()
-			return
-		}
-		err = srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(s.cfg.ASN, p, nb)})
-		s.mu.Unlock()
-		if err != nil {
-			logger.Error(err, "BGP peer not added", "peer", p.Name, "router", nb)
-			continue
-		}
-		logger.Info("BGP peer's router found on its link", "peer", p.Name, "router", nb)
-		return
-	}
 }
 
 // neighbor is the router's address as GoBGP takes it: Address, or for a
@@ -532,7 +502,7 @@ func (s *Speaker) PrefixCount() int {
 // order of Config.Peers; "idle" when the speaker is not running.
 func (s *Speaker) PeerStates() []PeerState {
 	s.mu.Lock()
-	servers, sessions := s.servers, s.bfd
+	servers, sessions := s.servers, s.bfd.sessions()
 	s.mu.Unlock()
 	out := make([]PeerState, len(s.cfg.Peers))
 	for i, p := range s.cfg.Peers {

@@ -366,8 +366,11 @@ type BGPPeer struct {
 	// is linkLocalAddress, else the router the kernel learned on the link
 	// from its Router Advertisements (the gateway of its "proto ra" routes,
 	// else the one neighbour entry flagged as a router), looked for until
-	// found (docs/leaf-spine.md, "Unnumbered"). Not with address,
-	// localAddress, ebgpMultihop or bfd. Default: none.
+	// found, and again while the session is not established: a router at
+	// another address there (a replaced one) takes the session
+	// (docs/leaf-spine.md, "Unnumbered"). BFD runs single hop between the
+	// link-local addresses, once the router is found. Not with address,
+	// localAddress or ebgpMultihop. Default: none.
 	Interface string `json:"interface,omitempty"`
 	// LinkLocalAddress, with interface, is the router's IPv6 link-local
 	// address on that link (fe80::/10, without a zone). Default: found on
@@ -419,8 +422,9 @@ type BGPPeer struct {
 	// BFD runs Bidirectional Forwarding Detection (RFC 5880) with the
 	// router beside the session, so that the router drops this speaker's
 	// paths within receiveInterval × multiplier of the node's failure (not
-	// the hold time): single hop (RFC 5881), or multihop (RFC 5883) with
-	// ebgpMultihop. The router must run BFD for the session too
+	// the hold time): single hop (RFC 5881; on an interface, between the
+	// link-local addresses), or multihop (RFC 5883) with ebgpMultihop.
+	// The router must run BFD for the session too
 	// (docs/loadbalancer.md). Default: none.
 	BFD *BFD `json:"bfd,omitempty"`
 }

@@ -31,10 +31,11 @@ func TestUnnumberedPeers(t *testing.T) {
 			[]string{`bgp.peers[0].linkLocalAddress: Invalid value: "router": not an IP address`}},
 		{"link-local address without interface", "bgp:\n  asn: 64512\n  peers:\n  - {address: 198.18.10.1, linkLocalAddress: \"fe80::1\", asn: 64500}\n",
 			[]string{`bgp.peers[0].linkLocalAddress: Invalid value: "fe80::1": only with interface`}},
-		{"fields a link-local session cannot have", "bgp:\n  asn: 64512\n  routerID: 198.18.0.1\n  peers:\n  - {interface: eth1, asn: 64500, localAddress: \"2001:db8::2\", ebgpMultihop: 2, bfd: {}}\n",
+		{"fields a link-local session cannot have", "bgp:\n  asn: 64512\n  routerID: 198.18.0.1\n  peers:\n  - {interface: eth1, asn: 64500, localAddress: \"2001:db8::2\", ebgpMultihop: 2}\n",
 			[]string{`bgp.peers[0].localAddress: Invalid value: "2001:db8::2": not with interface`,
-				`bgp.peers[0].ebgpMultihop: Invalid value: 2: not with interface`,
-				`bgp.peers[0].bfd: Invalid value: "": not with interface yet`}},
+				`bgp.peers[0].ebgpMultihop: Invalid value: 2: not with interface`}},
+		{"a BFD profile of its own checked as an address peer's", "bgp:\n  asn: 64512\n  routerID: 198.18.0.1\n  peers:\n  - {interface: eth1, asn: 64500, bfd: {multiplier: 1}}\n",
+			[]string{`bgp.peers[0].bfd.multiplier: Invalid value: 1`}},
 		{"default gateway of no family", "bgp:\n  asn: 64512\n  peers:\n  - {defaultGateway: ipv4, asn: 64500}\n",
 			[]string{`bgp.peers[0].defaultGateway: Unsupported value: "ipv4": supported values: "IPv4", "IPv6"`}},
 		{"default gateway and address", "bgp:\n  asn: 64512\n  peers:\n  - {defaultGateway: IPv4, address: 198.18.10.1, asn: 64500}\n",
@@ -69,6 +70,7 @@ func TestUnnumberedPeersAccepted(t *testing.T) {
 		{"replicas with a router ID and the router's address", "bgp:\n  asn: 64512\n  routerID: 198.18.0.1\n  peers:\n  - {interface: eth1, linkLocalAddress: \"fe80::1\", asn: 64500, name: tor}\n",
 			"tor", netip.MustParseAddr("fe80::1")},
 		{"node agents, the default route's gateway", "bgp:\n  asn: 64512\n  announceFrom: Nodes\n  peers:\n  - {interface: eth1, asn: 64500}\n  - {defaultGateway: IPv4, asn: 64500}\n", "default-gateway-ipv4", netip.Addr{}},
+		{"node agents with BFD on the link", "bgp:\n  asn: 64512\n  announceFrom: Nodes\n  peers:\n  - {interface: eth1, asn: 64500, bfd: {receiveInterval: 300ms, transmitInterval: 300ms, multiplier: 3}}\n", "eth1", netip.Addr{}},
 		{"replicas with an address peer beside it derive the router ID", "bgp:\n  asn: 64512\n  peers:\n  - {address: 198.18.10.1, asn: 64500}\n  - {interface: eth1, asn: 64500}\n", "eth1", netip.Addr{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

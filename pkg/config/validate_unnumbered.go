@@ -54,8 +54,5 @@ func (peer *BGPPeer) validateInterface(pp *field.Path) field.ErrorList {
 	if peer.EBGPMultihop != 0 {
 		errs = append(errs, field.Invalid(pp.Child("ebgpMultihop"), peer.EBGPMultihop, "not with interface: a link-local router is one hop away"))
 	}
-	if peer.BFD != nil {
-		errs = append(errs, field.Invalid(pp.Child("bfd"), "", "not with interface yet: BFD runs on address peers only"))
-	}
 	return errs
 }

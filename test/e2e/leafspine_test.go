@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -256,43 +255,16 @@ func testLeafSpineNodeAgents(t *testing.T, opts netlab.LeafSpineOptions) {
 			if err != nil {
 				t.Fatalf("ToR %d: BFD sessions with %s not up: %v\n%s", n.r, n.name, err, ls.RouterLogs())
 			}
-			out, err := ls.Exec(ls.NodeNamespace(n.r, n.i), "curl", "-sS", "--max-time", "5", "http://127.0.0.1:10263/metrics")
-			want := fmt.Sprintf("metal_ccm_agent_bgp_bfd_session_up{peer=%q} 1", netlab.LeafSpineTorAddr(netlab.IPv4, n.r))
-			if err != nil || !strings.Contains(out, want) {
-				t.Errorf("agent of %s: /metrics lacks %q (%v)", n.name, want, err)
-			}
+			checkAgentBFDUp(t, ls, ls.NodeNamespace(n.r, n.i), n.name, netlab.LeafSpineTorAddr(netlab.IPv4, n.r).String())
 		}
 		// Power rack 1's node 1 off: its link down, its agent frozen.
 		k := slices.IndexFunc(nodes, func(n rackNode) bool { return n.r == 1 && n.i == 1 })
-		a := agents[k]
 		p := netlab.HostPrefix(vips[slices.IndexFunc(vips, netip.Addr.Is4)])
 		wait(ls.Tors[1], p, ls.NodeAddrs(netlab.IPv4, 1)...)
-		if err := ls.SetNodeLink(1, 1, false); err != nil {
-			t.Fatal(err)
-		}
-		start := time.Now()
-		if err := syscall.Kill(a.PID(), syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = syscall.Kill(a.PID(), syscall.SIGCONT)
-			_ = ls.SetNodeLink(1, 1, true)
-		})
-		wctx, cancel := context.WithTimeout(ctx, bfdWithdrawBound)
-		defer cancel()
-		err := ls.WaitRoute(wctx, ls.Tors[1], p, []netip.Addr{netlab.LeafSpineNodeAddr(netlab.IPv4, 1, 0)})
-		took := time.Since(start)
-		if err != nil {
-			t.Fatalf("the powered-off node's path stays at ToR 1 past %s (hold time %s): %v", bfdWithdrawBound, leafSpineHoldTime, err)
-		}
+		took, powerOn := bfdFailNode(t, ls, agents[k], 1, 1, p, []netip.Addr{netlab.LeafSpineNodeAddr(netlab.IPv4, 1, 0)}, true)
 		t.Logf("node %s powered off: its path gone from ToR 1's kernel after %.2fs (BFD 300ms × 3, hold time %s)", nodes[k].name, took.Seconds(), leafSpineHoldTime)
 		// Power on: the node's path is back.
-		if err := ls.SetNodeLink(1, 1, true); err != nil {
-			t.Fatal(err)
-		}
-		if err := syscall.Kill(a.PID(), syscall.SIGCONT); err != nil {
-			t.Fatal(err)
-		}
+		powerOn()
 		wait(ls.Tors[1], p, ls.NodeAddrs(netlab.IPv4, 1)...)
 		// No other session failed meanwhile: a session that comes up and
 		// fails again (the router counting its detection time on an

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -29,11 +30,14 @@ import (
 // interface, extended next hop on the IPv4 channel) and sends Router
 // Advertisements (radv); its agents peer with the gateway of their IPv6
 // default route (bgp.peers[].defaultGateway), learned from those: a
-// link-local session too.
+// link-local session too. Every session has BFD (300 ms × 3) between the
+// same link-local addresses, up at both ToRs and in the agents; a frozen
+// agent's paths leave its ToR's kernel within about a second, in each
+// rack.
 func TestLeafSpineUnnumbered(t *testing.T) {
 	start := time.Now()
 	ls := netlab.NewLeafSpine(t, netlab.LeafSpineOptions{TorRouter: [2]netlab.RouterKind{netlab.RouterBIRD, netlab.RouterFRR},
-		Unnumbered: [2]bool{true, true}})
+		Unnumbered: [2]bool{true, true}, BFD: true})
 	t.Logf("lab started in %s", time.Since(start).Round(time.Millisecond))
 	ctx := context.Background()
 	var where []agentPlace
@@ -60,7 +64,7 @@ func TestLeafSpineUnnumbered(t *testing.T) {
 		Args: []string{"--leader-elect-resource-name", "e2e-unnumbered", "--configure-cloud-routes=false"}})
 	t.Logf("CCM started at %s", time.Since(start).Round(time.Millisecond))
 	ns := framework.NewNamespace(t, client, framework.NamespaceName(t), framework.ReleaseServices(30*time.Second))
-	startAgentsIn(t, where, cfg)
+	agents := startAgentsIn(t, where, cfg)
 	t.Logf("lab, CCM and agents started in %s", time.Since(start).Round(time.Millisecond))
 
 	framework.CreateLoadBalancer(t, client, ns, "web", framework.DualStack)
@@ -111,6 +115,60 @@ func TestLeafSpineUnnumbered(t *testing.T) {
 	for _, a := range ls.UnnumberedNodeLinkLocals(0) {
 		if states[a] != "Established" {
 			t.Errorf("ToR 0's session with %s: %q, want Established (all: %v)", a, states[a], states)
+		}
+	}
+	testUnnumberedBFD(t, ls, agents, netlab.HostPrefix(vips[slices.IndexFunc(vips, netip.Addr.Is4)]))
+}
+
+// testUnnumberedBFD: each node's BFD session is up at its ToR, with the
+// node's link-local address, and in its agent's metrics, with the ToR's
+// (fe80::1 on the node's link); then in each rack node 1's agent is
+// frozen, which only BFD sees within the hold time (the node's kernel
+// keeps the TCP session open, and its link stays up: the ToR would see a
+// link of its own go down at once), and its path of p leaves its ToR's
+// kernel. agents are in the order of the racks' nodes.
+func testUnnumberedBFD(t *testing.T, ls *netlab.LeafSpine, agents []*agent, p netip.Prefix) {
+	ctx := context.Background()
+	for r := range 2 {
+		bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := ls.WaitBFDUp(bctx, ls.Tors[r], ls.UnnumberedNodeLinkLocals(r)...)
+		cancel()
+		states, _ := ls.BFDStates(ls.Tors[r])
+		if err != nil {
+			t.Fatalf("ToR %d: BFD sessions with its nodes' link-local addresses not up: %v\n%s", r, err, ls.RouterLogs())
+		}
+		t.Logf("ToR %d's BFD sessions: %v", r, states)
+		for i := range ls.Racks[r] {
+			checkAgentBFDUp(t, ls, ls.NodeNamespace(r, i), fmt.Sprintf("rack %d node %d", r, i), "fe80::1%"+netlab.LeafSpineUnnumberedLink)
+		}
+	}
+	// One rack after the other, each agent resumed at once: the first
+	// one's session comes back while the second rack's is measured.
+	frozen := map[int]bool{}
+	resumed := map[int]time.Time{}
+	for r := range 2 {
+		k := r * len(ls.Racks[0]) // rack r's node 0
+		all := ls.UnnumberedNodeLinkLocals(r)
+		took, resume := bfdFailNode(t, ls, agents[k+1], r, 1, p, all[:1], false)
+		frozen[k+1] = true
+		t.Logf("rack %d (%s ToR): node 1's agent frozen, its path gone from the ToR's kernel after %.2fs (BFD 300ms × 3, hold time %s)",
+			r, ls.Opts.TorRouter[r], took.Seconds(), leafSpineHoldTime)
+		resume()
+		resumed[r] = time.Now()
+	}
+	for r := range 2 {
+		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		err := ls.WaitRoute(wctx, ls.Tors[r], p, ls.UnnumberedNodeLinkLocals(r))
+		cancel()
+		if err != nil {
+			t.Fatalf("ToR %d: the resumed agent's path is not back: %v\n%s", r, err, unnumberedTorState(ls, r))
+		}
+		t.Logf("rack %d: the resumed agent's path back at the ToR by %.1fs after it resumed", r, time.Since(resumed[r]).Seconds())
+	}
+	// No other session failed meanwhile.
+	for i, a := range agents {
+		if !frozen[i] && a.LogContains("BFD session failed") {
+			t.Errorf("agent %d: a BFD session failed though it ran on:\n%s", i, a.LogTail(30))
 		}
 	}
 }

@@ -76,7 +76,8 @@ type LeafSpineOptions struct {
 	// Unnumbered makes the racks it marks unnumbered: their ToR meets each
 	// node on a link of its own and peers with it between link-local
 	// addresses (leafspine_unnumbered.go), FRR by interface, BIRD by a
-	// link-local neighbour range per link. No BFD, no password.
+	// link-local neighbour range per link; BFD (with BFD) between the same
+	// link-local addresses. No password.
 	Unnumbered [2]bool
 	// Beside, when set, is a running one-segment lab of this process: the
 	// leaf-spine lab is built beside it, under the machine-wide lock that

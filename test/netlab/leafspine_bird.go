@@ -33,12 +33,17 @@ protocol kernel kernel6 {
 
 `
 
-// lsBIRDBFD is a ToR's BFD with its nodes: the agents' profile (300 ms ×
-// 3), so that BIRD sees a node gone within about a second.
-const lsBIRDBFD = `# BFD with the nodes (bgp.peers[].bfd: 300ms × 3): a node that stops
+// lsBIRDBFD is a numbered ToR's BFD with its nodes, on its bridge.
+var lsBIRDBFD = lsBIRDBFDOn(bridgeName, "")
+
+// lsBIRDBFDOn is a ToR's BFD protocol on the interfaces that match
+// pattern (with what, e.g. " on their links"): the agents' profile
+// (300 ms × 3), so that BIRD sees a node gone within about a second.
+func lsBIRDBFDOn(pattern, what string) string {
+	return `# BFD with the nodes` + what + ` (bgp.peers[].bfd: 300ms × 3): a node that stops
 # answering is down within about a second, not the hold time.
 protocol bfd {
-	interface "` + bridgeName + `" {
+	interface "` + pattern + `" {
 		min rx interval 300 ms;
 		min tx interval 300 ms;
 		idle tx interval 300 ms;
@@ -47,6 +52,11 @@ protocol bfd {
 }
 
 `
+}
+
+// lsBIRDBFDOnLine is the line of a BGP template that asks the bfd
+// protocol for a session with each neighbour.
+const lsBIRDBFDOnLine = "\tbfd on;            # a node that stops answering BFD is down\n"
 
 // lsBGPTimers make the lab's sessions come up within a second or two
 // instead of BIRD's default 5 s connect delay; tests wait for them.
@@ -75,7 +85,7 @@ func (ls *LeafSpine) birdTorConfig(r int) (string, map[string]netip.Addr) {
 		fmt.Fprintf(&b, "\tlocal %s as %d;\n", LeafSpineTorAddr(f, r), o.TorASN[r])
 		b.WriteString("\tpassive on;\n")
 		if o.BFD {
-			b.WriteString("\tbfd on;            # a node that stops answering BFD is down\n")
+			b.WriteString(lsBIRDBFDOnLine)
 		}
 		b.WriteString(lsBGPTimers)
 		if o.Password != "" {

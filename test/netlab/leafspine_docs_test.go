@@ -60,17 +60,18 @@ func TestLeafSpineBFDDocs(t *testing.T) {
 }
 
 // TestLeafSpineUnnumberedDocs keeps docs/leaf-spine.md's unnumbered ToRs
-// the ones the lab runs with both racks unnumbered: rack 0's BIRD (a
-// link-local neighbour range per link), rack 1's FRR (a neighbour per
-// interface).
+// the ones the lab runs with both racks unnumbered and BFD, as test/e2e
+// TestLeafSpineUnnumbered does: rack 0's BIRD (a link-local neighbour
+// range per link, BFD on the node links), rack 1's FRR (a neighbour per
+// interface, each with bfdd's profile, the block of TestLeafSpineBFDDocs).
 func TestLeafSpineUnnumberedDocs(t *testing.T) {
-	tors, _, err := LeafSpineConfigs(LeafSpineOptions{TorRouter: [2]RouterKind{RouterBIRD, RouterFRR}, Unnumbered: [2]bool{true, true}})
+	tors, _, err := LeafSpineConfigs(LeafSpineOptions{TorRouter: [2]RouterKind{RouterBIRD, RouterFRR}, Unnumbered: [2]bool{true, true}, BFD: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for r, tc := range []struct{ marker, has string }{
-		{"<!-- leafspine:unnumbered-bird -->", "\tneighbor range fe80::/10 as "},
-		{"<!-- leafspine:unnumbered -->", " neighbor n0 interface remote-as "},
+	for r, tc := range []struct{ marker, has, bfd string }{
+		{"<!-- leafspine:unnumbered-bird -->", "\tneighbor range fe80::/10 as ", "\tinterface \"n*\" {\n\t\tmin rx interval 300 ms;"},
+		{"<!-- leafspine:unnumbered -->", " neighbor n0 interface remote-as ", " neighbor n0 bfd profile nodes\n"},
 	} {
 		block, err := DocBlock("leaf-spine.md", tc.marker)
 		if err != nil {
@@ -81,6 +82,9 @@ func TestLeafSpineUnnumberedDocs(t *testing.T) {
 		}
 		if !strings.Contains(tors[r], tc.has) {
 			t.Errorf("the unnumbered ToR %d has no link-local neighbour:\n%s", r, tors[r])
+		}
+		if !strings.Contains(tors[r], tc.bfd) {
+			t.Errorf("the unnumbered ToR %d has no BFD with its nodes (%q):\n%s", r, tc.bfd, tors[r])
 		}
 	}
 }

@@ -14,7 +14,9 @@ import (
 // the node between link-local addresses (BGP unnumbered: a session carrying
 // IPv4 and IPv6, IPv4 with IPv6 next hops): FRR by interface
 // (neighbor IFACE interface), BIRD by a link-local neighbour range per
-// link (leafspine_unnumbered_bird.go). The ToR has fe80::1 on each link, node i
+// link (leafspine_unnumbered_bird.go); with LeafSpineOptions.BFD each
+// session has a single-hop BFD session between the same link-local
+// addresses. The ToR has fe80::1 on each link, node i
 // fe80::11+i (LeafSpineNodeLinkLocal). A node keeps its addresses
 // (LeafSpineNodeAddr) as /32 and /128 on its link; its IPv4 default route
 // points to the ToR's link-local address, its IPv6 one comes from the ToR's
@@ -29,8 +31,8 @@ func (o *LeafSpineOptions) anyUnnumbered() bool { return o.Unnumbered[0] || o.Un
 
 // checkUnnumbered refuses what an unnumbered rack does not have.
 func (o *LeafSpineOptions) checkUnnumbered() error {
-	if o.anyUnnumbered() && (o.BFD || o.Password != "") {
-		return errors.New("an unnumbered rack has no BFD and no password")
+	if o.anyUnnumbered() && o.Password != "" {
+		return errors.New("an unnumbered rack has no password")
 	}
 	return nil
 }
@@ -66,9 +68,16 @@ router bgp {{.TorASN}}
  bgp bestpath as-path multipath-relax
  ! the nodes: one link each, a session between link-local addresses (the
  ! node's learned from its Router Advertisements), IPv4 with IPv6 next hops
+{{- if .BFD}}
+ ! BFD with each node between the same link-local addresses, bfdd's
+ ! profile "nodes" (300 ms × 3)
+{{- end}}
 {{- range .Ports}}
  neighbor {{.}} interface remote-as {{$.NodeASN}}
  neighbor {{.}} capability extended-nexthop
+{{- if $.BFD}}
+ neighbor {{.}} bfd profile nodes
+{{- end}}
 {{- end}}
  ! the spine
  neighbor {{.Spine4}} remote-as {{.SpineASN}}
@@ -111,6 +120,7 @@ func (ls *LeafSpine) frrUnnumberedTorConfig(r int) (string, error) {
 		"Spine4":   LeafSpineSpineAddr(IPv4, r),
 		"Spine6":   LeafSpineSpineAddr(IPv6, r),
 		"SpineASN": o.SpineASN,
+		"BFD":      o.BFD,
 	})
 	if err != nil {
 		return "", fmt.Errorf("netlab FRR unnumbered ToR config: %w", err)
@@ -171,12 +181,15 @@ func (ls *LeafSpine) buildUnnumberedRack(r int) error {
 // address on that link, learned from its Router Advertisements, and so the
 // same link-local session (their IPv4 default route has that gateway too);
 // for a numbered rack the gateways of both default routes (defaultGateway,
-// IPv4 and IPv6).
+// IPv4 and IPv6). With Opts.BFD every peer has LeafSpineBFD.
 func (ls *LeafSpine) UnnumberedAgentCloudConfig(holdTime time.Duration, pool ...string) string {
 	var b strings.Builder
 	b.WriteString(ls.agentConfigHead(pool))
 	for r := range ls.Tors {
 		sel := fmt.Sprintf("asn: %d, holdTime: %s, nodeSelector: {matchLabels: {%s: %s}}", ls.Opts.TorASN[r], holdTime, LeafSpineZoneLabel, LeafSpineZone(r))
+		if ls.Opts.BFD {
+			sel += ", " + LeafSpineBFD
+		}
 		switch {
 		case ls.Opts.unnumbered(r) && r == 0:
 			fmt.Fprintf(&b, "  - {defaultGateway: IPv6, %s}\n", sel)

@@ -32,7 +32,8 @@ protocol radv {
 // BIRD learns no neighbour from Router Advertisements, and the ToR then
 // needs no node's address), carrying IPv4 with IPv6 next hops (extended
 // next hop) and IPv6; Router Advertisements on the node links; the spine
-// sessions and the kernel protocols as a numbered BIRD ToR's. The map
+// sessions and the kernel protocols as a numbered BIRD ToR's; with
+// Opts.BFD a BFD session with each spawned one, on the node links. The map
 // gives the neighbour address of a spawned session (node i's link-local
 // address) and of the spine's.
 func (ls *LeafSpine) birdUnnumberedTorConfig(r int) (string, func(string) (netip.Addr, bool)) {
@@ -42,6 +43,9 @@ func (ls *LeafSpine) birdUnnumberedTorConfig(r int) (string, func(string) (netip
 	birdTorHead(&b, r, ", unnumbered")
 	b.WriteString(lsKernelProtocols)
 	b.WriteString(lsBIRDRadv)
+	if o.BFD {
+		b.WriteString(lsBIRDBFDOn("n*", " on their links"))
+	}
 	b.WriteString("# The nodes: one link each, a session between link-local addresses that\n")
 	b.WriteString("# carries IPv4 (with the node's IPv6 link-local address as next hop,\n")
 	b.WriteString("# RFC 8950) and IPv6. Each node's agent dials its own: the protocol of its\n")
@@ -51,6 +55,9 @@ func (ls *LeafSpine) birdUnnumberedTorConfig(r int) (string, func(string) (netip
 	fmt.Fprintf(&b, "\tlocal as %d;\n", o.TorASN[r])
 	fmt.Fprintf(&b, "\tneighbor range fe80::/10 as %d;\n", o.NodeASN)
 	b.WriteString("\tpassive on;\n")
+	if o.BFD {
+		b.WriteString(lsBIRDBFDOnLine)
+	}
 	b.WriteString(lsBGPTimers)
 	b.WriteString("\tipv4 {\n\t\textended next hop on;\n\t\timport all;\n\t\texport none;\n\t};\n")
 	b.WriteString("\tipv6 {\n\t\timport all;\n\t\texport none;\n\t};\n}\n\n")

@@ -98,7 +98,9 @@ func unregister(s *Session) {
 }
 
 // listen opens the listener on local, asking for each packet's TTL (hop
-// limit). No SO_REUSEADDR: another process on the same address and port
+// limit). A link-local local address has its link as zone: the socket is
+// then bound to that link, and takes only the packets sent to that address
+// there. No SO_REUSEADDR: another process on the same address and port
 // must make this fail, not take half of the packets.
 func listen(local netip.AddrPort) (*listener, error) {
 	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(local))
@@ -207,6 +209,7 @@ func (l *listener) serve() {
 		if err != nil {
 			continue
 		}
+		src = l.source(src)
 		p, err := parsePacket(buf[:n])
 		if err != nil {
 			continue
@@ -223,6 +226,18 @@ func (l *listener) serve() {
 		}
 		l.mu.Unlock()
 	}
+}
+
+// source is a packet's source address as the sessions name their peers.
+// A link-local listener is bound to one link (its zone), so a link-local
+// source is on that link: it takes the listener's zone, whatever the
+// kernel's interface index became (Go names it by the interface's name
+// when it can, else by the number).
+func (l *listener) source(src netip.Addr) netip.Addr {
+	if z := l.addr.Addr().Zone(); z != "" && src.IsLinkLocalUnicast() {
+		return src.WithZone(z)
+	}
+	return src
 }
 
 // find is the session of p: by its Your Discriminator, else by its source

@@ -20,10 +20,13 @@ import (
 
 // Config is one session's.
 type Config struct {
-	// Peer is the remote system's address.
+	// Peer is the remote system's address; an IPv6 link-local one with
+	// its link as zone (fe80::1%eth1): the session then runs on that link
+	// only, from the local link-local address there.
 	Peer netip.Addr
 	// Local is the session's source address; invalid: the kernel's choice
-	// toward Peer (the listener is then bound to that address).
+	// toward Peer (the listener is then bound to that address, with
+	// Peer's zone when it is link-local).
 	Local netip.Addr
 	// Hops, when not 0, makes the session multihop (RFC 5883): packets
 	// from at most Hops routers away are taken. 0: single hop, TTL 255.
@@ -333,6 +336,9 @@ func micros(d time.Duration) uint32 { return uint32(min(d/time.Microsecond, 1<<3
 // open binds the session's sending socket (a source port from 49152,
 // TTL 255: RFC 5881 section 4) and its listener.
 func (s *Session) open() error {
+	if s.cfg.Peer.IsLinkLocalUnicast() && s.cfg.Peer.Zone() == "" {
+		return fmt.Errorf("bfd: link-local peer %s without its link as zone", s.cfg.Peer)
+	}
 	remote := netip.AddrPortFrom(s.cfg.Peer, s.port)
 	local := s.cfg.Local
 	if !local.IsValid() {
@@ -343,6 +349,7 @@ func (s *Session) open() error {
 		local = udpAddr(probe.LocalAddr())
 		_ = probe.Close()
 	}
+	local = onLink(local, s.cfg.Peer)
 	tx, err := dialFrom(local, remote)
 	if err != nil {
 		return err
@@ -353,6 +360,18 @@ func (s *Session) open() error {
 	}
 	s.tx = tx
 	return nil
+}
+
+// onLink is local with peer's zone when both are link-local and local has
+// none: a link-local address means something on one link only, and the
+// listener and the sending socket are bound to that link by the zone (the
+// kernel refuses a link-local address without one). The kernel's choice of
+// a source toward a zoned peer carries the zone already.
+func onLink(local, peer netip.Addr) netip.Addr {
+	if local.IsLinkLocalUnicast() && local.Zone() == "" && peer.IsLinkLocalUnicast() {
+		return local.WithZone(peer.Zone())
+	}
+	return local
 }
 
 // dialFrom connects a socket from a free port of 49152 to 65535 on local
