@@ -37,13 +37,21 @@ var registry = struct {
 type listener struct {
 	addr netip.AddrPort
 	conn *net.UDPConn
-	// read is the packet reader that also returns the received TTL.
-	read func(b []byte) (n, ttl int, src netip.Addr, err error)
+	// readBatch reads the packets waiting (at least one), each with its
+	// TTL (hop limit) in its OOB; ttlOf gives it, -1 if not there.
+	readBatch func(ms []ipv4.Message) (int, error)
+	ttlOf     func(oob []byte) int
+	oobLen    int
+	// tx sends the sessions' packets, writeBatch many in one call.
+	tx         *net.UDPConn
+	writeBatch func(ms []ipv4.Message) (int, error)
 	// sessions by peer address (registry.mu).
 	sessions map[netip.Addr]*Session
 
-	// mu guards the running sessions' state and the timer.
+	// mu guards the running sessions' state, the timer and pending.
 	mu sync.Mutex
+	// pending are the packets queued to send (flush).
+	pending []ipv4.Message
 	// timer wakes tick at armed (zero: not armed).
 	timer *time.Timer
 	armed time.Time
@@ -98,47 +106,78 @@ func unregister(s *Session) {
 }
 
 // listen opens the listener on local, asking for each packet's TTL (hop
-// limit). A link-local local address has its link as zone: the socket is
-// then bound to that link, and takes only the packets sent to that address
-// there. No SO_REUSEADDR: another process on the same address and port
-// must make this fail, not take half of the packets.
+// limit), and its sending socket. A link-local local address has its link
+// as zone: the sockets are then bound to that link, and take only the
+// packets sent to that address there. No SO_REUSEADDR: another process on
+// the same address and port must make this fail, not take half of the
+// packets.
 func listen(local netip.AddrPort) (*listener, error) {
 	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(local))
 	if err != nil {
 		return nil, fmt.Errorf("bfd: listen on %s: %w", local, err)
 	}
-	l := &listener{addr: local, conn: conn, sessions: map[netip.Addr]*Session{}, timer: time.NewTimer(time.Hour), done: make(chan struct{})}
+	tx, err := listenFrom(local.Addr())
+	if err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	l := &listener{addr: local, conn: conn, tx: tx, sessions: map[netip.Addr]*Session{}, timer: time.NewTimer(time.Hour), done: make(chan struct{})}
 	l.timer.Stop()
 	if local.Addr().Is4() {
 		pc := ipv4.NewPacketConn(conn)
-		if err := pc.SetControlMessage(ipv4.FlagTTL, true); err != nil {
-			_ = conn.Close()
-			return nil, fmt.Errorf("bfd: receive the TTL on %s: %w", local, err)
-		}
-		l.read = func(b []byte) (int, int, netip.Addr, error) {
-			n, cm, src, err := pc.ReadFrom(b)
-			ttl := -1
-			if cm != nil {
-				ttl = cm.TTL
+		err = pc.SetControlMessage(ipv4.FlagTTL, true)
+		l.readBatch = func(ms []ipv4.Message) (int, error) { return pc.ReadBatch(ms, 0) }
+		l.oobLen = len(ipv4.NewControlMessage(ipv4.FlagTTL))
+		l.ttlOf = func(oob []byte) int {
+			var cm ipv4.ControlMessage
+			if cm.Parse(oob) != nil {
+				return -1
 			}
-			return n, ttl, udpAddr(src), err
+			return cm.TTL
 		}
+		txc := ipv4.NewPacketConn(tx)
+		l.writeBatch = func(ms []ipv4.Message) (int, error) { return txc.WriteBatch(ms, 0) }
 	} else {
 		pc := ipv6.NewPacketConn(conn)
-		if err := pc.SetControlMessage(ipv6.FlagHopLimit, true); err != nil {
-			_ = conn.Close()
-			return nil, fmt.Errorf("bfd: receive the hop limit on %s: %w", local, err)
-		}
-		l.read = func(b []byte) (int, int, netip.Addr, error) {
-			n, cm, src, err := pc.ReadFrom(b)
-			ttl := -1
-			if cm != nil {
-				ttl = cm.HopLimit
+		err = pc.SetControlMessage(ipv6.FlagHopLimit, true)
+		l.readBatch = func(ms []ipv4.Message) (int, error) { return pc.ReadBatch(ms, 0) }
+		l.oobLen = len(ipv6.NewControlMessage(ipv6.FlagHopLimit))
+		l.ttlOf = func(oob []byte) int {
+			var cm ipv6.ControlMessage
+			if cm.Parse(oob) != nil {
+				return -1
 			}
-			return n, ttl, udpAddr(src), err
+			return cm.HopLimit
 		}
+		txc := ipv6.NewPacketConn(tx)
+		l.writeBatch = func(ms []ipv4.Message) (int, error) { return txc.WriteBatch(ms, 0) }
+	}
+	if err != nil {
+		_ = conn.Close()
+		_ = tx.Close()
+		return nil, fmt.Errorf("bfd: receive the TTL on %s: %w", local, err)
 	}
 	return l, nil
+}
+
+// queue adds a packet to send to dst at the next flush (l.mu held).
+func (l *listener) queue(dst netip.AddrPort, b []byte) {
+	l.pending = append(l.pending, ipv4.Message{Buffers: [][]byte{b}, Addr: net.UDPAddrFromAddrPort(dst)})
+}
+
+// flush sends the queued packets, as many as one system call takes at a
+// time (l.mu held). A failed send is a lost packet: detection is the
+// remote system's.
+func (l *listener) flush() {
+	for sent := 0; sent < len(l.pending); {
+		n, err := l.writeBatch(l.pending[sent:])
+		if err != nil || n == 0 {
+			break
+		}
+		sent += n
+	}
+	clear(l.pending)
+	l.pending = l.pending[:0]
 }
 
 func udpAddr(a net.Addr) netip.Addr {
@@ -151,6 +190,7 @@ func udpAddr(a net.Addr) netip.Addr {
 // close ends serve and tick.
 func (l *listener) close() {
 	_ = l.conn.Close()
+	_ = l.tx.Close()
 	close(l.done)
 }
 
@@ -181,15 +221,22 @@ func (l *listener) tick() {
 		registry.mu.Unlock()
 		l.mu.Lock()
 		now := time.Now()
+		// A packet due now wakes the listener: the packets that may be
+		// sent now go with it.
+		sendOpen := false
+		for _, s := range sessions {
+			sendOpen = sendOpen || (s.running && s.txDue(now))
+		}
 		var next time.Time
 		for _, s := range sessions {
 			if !s.running {
 				continue
 			}
-			if t := s.due(now); next.IsZero() || t.Before(next) {
+			if t := s.due(now, sendOpen); next.IsZero() || t.Before(next) {
 				next = t
 			}
 		}
+		l.flush()
 		l.armed = time.Time{}
 		if !next.IsZero() {
 			l.schedule(next)
@@ -198,32 +245,57 @@ func (l *listener) tick() {
 	}
 }
 
-// serve hands each valid packet to its session until the listener closes.
+// batchSize is how many packets serve reads in one system call.
+const batchSize = 16
+
+// serve hands each valid packet to its session until the listener closes,
+// reading what has arrived in one system call and handing it over under
+// one lock.
 func (l *listener) serve() {
-	buf := make([]byte, 512)
+	ms := make([]ipv4.Message, batchSize)
+	for i := range ms {
+		ms[i].Buffers = [][]byte{make([]byte, 512)}
+		ms[i].OOB = make([]byte, l.oobLen)
+	}
+	type got struct {
+		s *Session
+		p packet
+	}
+	var batch []got
 	for {
-		n, ttl, src, err := l.read(buf)
+		n, err := l.readBatch(ms)
 		if errors.Is(err, net.ErrClosed) {
 			return
 		}
 		if err != nil {
 			continue
 		}
-		src = l.source(src)
-		p, err := parsePacket(buf[:n])
-		if err != nil {
-			continue
+		batch = batch[:0]
+		for i := range ms[:n] {
+			m := &ms[i]
+			p, err := parsePacket(m.Buffers[0][:m.N])
+			if err != nil {
+				continue
+			}
+			s := l.find(p, l.source(udpAddr(m.Addr)))
+			if s == nil || l.ttlOf(m.OOB[:m.NN]) < s.minTTL {
+				// Not ours, or from further away than the session allows
+				// (RFC 5881 section 5: a single-hop packet arrives with 255).
+				continue
+			}
+			batch = append(batch, got{s, p})
 		}
-		s := l.find(p, src)
-		if s == nil || ttl < s.minTTL {
-			// Not ours, or from further away than the session allows
-			// (RFC 5881 section 5: a single-hop packet arrives with 255).
+		if len(batch) == 0 {
 			continue
 		}
 		l.mu.Lock()
-		if s.running {
-			s.deliver(p, time.Now())
+		now := time.Now()
+		for _, g := range batch {
+			if g.s.running {
+				g.s.deliver(g.p, now)
+			}
 		}
+		l.flush() // the answers to Polls
 		l.mu.Unlock()
 	}
 }

@@ -67,13 +67,17 @@ type Session struct {
 	myDiscr  uint32
 	listener *listener
 
-	// set by open, in Run, before the session is scheduled
-	tx *net.UDPConn
+	// set by open, in Run, before the session is scheduled: where its
+	// packets go (they leave through its listener's socket)
+	remote netip.AddrPort
 
 	// listener.mu while the session runs: it is driven by its listener's
 	// goroutines (packets received, packets due, detection times
 	// expired), not by one of its own.
-	running         bool
+	running bool
+	// lastTx is when the last periodic packet was sent, nextTx when the
+	// next is due at the latest.
+	lastTx          time.Time
 	nextTx          time.Time
 	detectAt        time.Time // zero: not counting
 	events          []Event   // for Run to hand to onChange
@@ -123,7 +127,7 @@ const openRetry = time.Second
 func (s *Session) Run(ctx context.Context) {
 	retry := time.NewTimer(0)
 	defer retry.Stop()
-	for s.tx == nil {
+	for s.listener == nil {
 		select {
 		case <-ctx.Done():
 			return
@@ -135,7 +139,7 @@ func (s *Session) Run(ctx context.Context) {
 		}
 	}
 	defer s.close()
-	s.logger.V(2).Info("BFD session open", "local", s.tx.LocalAddr(), "discriminator", s.myDiscr)
+	s.logger.V(2).Info("BFD session open", "local", s.listener.tx.LocalAddr(), "discriminator", s.myDiscr)
 
 	l := s.listener
 	l.mu.Lock()
@@ -151,6 +155,7 @@ func (s *Session) Run(ctx context.Context) {
 			s.diag = diagAdminDown
 			s.set(AdminDown, false)
 			s.send(false)
+			l.flush()
 			l.mu.Unlock()
 			s.handEvents()
 			return
@@ -190,12 +195,14 @@ func (s *Session) deliver(p packet, now time.Time) {
 }
 
 // due does what is due at now (listener.mu held): the periodic packet,
-// when due within the session's slack (sent early, with the packets of
-// other sessions due about then: one wakeup for them all), and the end of
-// the detection time. It returns the next time something is due.
-func (s *Session) due(now time.Time) time.Time {
-	if !s.nextTx.After(now.Add(s.slack())) {
+// when due, or, with sendOpen (another session's packet is due now),
+// as soon as it may be sent (openTx: then one wakeup and one system
+// call send the packets of every session of the listener); and the end
+// of the detection time. It returns the next time something is due.
+func (s *Session) due(now time.Time, sendOpen bool) time.Time {
+	if s.txDue(now) || (sendOpen && s.openTx(now)) {
 		s.send(false)
+		s.lastTx = now
 		s.nextTx = now.Add(s.jitter())
 	}
 	if !s.detectAt.IsZero() && !now.Before(s.detectAt) {
@@ -301,10 +308,22 @@ func (s *Session) desiredMinTx() time.Duration {
 // once too, which the RFC allows for a session that is not Up.
 func (s *Session) txInterval() time.Duration { return max(s.desiredMinTx(), s.remoteMinRx) }
 
-// jitter is the time to the next packet: the agreed interval less 0 to
-// 20 % (10 to 20 % with a Detect Mult of 1); with the slack it may be sent
-// early by, that is less 0 to 25 % (at most 90 % of it with a Detect Mult
-// of 1), as RFC 5880 section 6.8.7 asks. It needs no secret: math/rand.
+// txDue reports whether the periodic packet is due at now.
+func (s *Session) txDue(now time.Time) bool { return !now.Before(s.nextTx) }
+
+// openTx reports whether the periodic packet may be sent at now: 75 % of
+// the agreed interval after the last, the least RFC 5880 section 6.8.7
+// allows. Sent then with the packets of other sessions, a packet comes at
+// 75 to 100 % of the interval after the last (at most 90 % with a Detect
+// Mult of 1: jitter), and the sessions of a listener soon share their
+// wakeups.
+func (s *Session) openTx(now time.Time) bool {
+	return s.lastTx.IsZero() || !now.Before(s.lastTx.Add(s.txInterval()*3/4))
+}
+
+// jitter is the time to the next packet at the latest: the agreed interval
+// less 0 to 20 % (10 to 20 % with a Detect Mult of 1), as RFC 5880 section
+// 6.8.7 asks (openTx may send it sooner). It needs no secret: math/rand.
 func (s *Session) jitter() time.Duration {
 	interval := s.txInterval()
 	least, spread := 0, 21 // less 0 to 20 %
@@ -315,12 +334,10 @@ func (s *Session) jitter() time.Duration {
 	return interval * time.Duration(100-cut) / 100
 }
 
-// slack is how early a packet may be sent: 5 % of the agreed interval.
-func (s *Session) slack() time.Duration { return s.txInterval() / 20 }
-
+// send queues a packet on the listener (listener.mu held), which sends
+// what is queued when it lets go of the lock (flush).
 func (s *Session) send(final bool) {
-	// A failed send is a lost packet: detection is the remote system's.
-	_, _ = s.tx.Write(s.packet(final).marshal())
+	s.listener.queue(s.remote, s.packet(final).marshal())
 }
 
 // packet is the control packet this system sends now; final answers a
@@ -333,8 +350,8 @@ func (s *Session) packet(final bool) packet {
 
 func micros(d time.Duration) uint32 { return uint32(min(d/time.Microsecond, 1<<32-1)) } //nolint:gosec // bounded
 
-// open binds the session's sending socket (a source port from 49152,
-// TTL 255: RFC 5881 section 4) and its listener.
+// open registers the session with the listener of its source address,
+// which receives and sends its packets.
 func (s *Session) open() error {
 	if s.cfg.Peer.IsLinkLocalUnicast() && s.cfg.Peer.Zone() == "" {
 		return fmt.Errorf("bfd: link-local peer %s without its link as zone", s.cfg.Peer)
@@ -349,17 +366,8 @@ func (s *Session) open() error {
 		local = udpAddr(probe.LocalAddr())
 		_ = probe.Close()
 	}
-	local = onLink(local, s.cfg.Peer)
-	tx, err := dialFrom(local, remote)
-	if err != nil {
-		return err
-	}
-	if err := register(s, netip.AddrPortFrom(local, s.port)); err != nil {
-		_ = tx.Close()
-		return err
-	}
-	s.tx = tx
-	return nil
+	s.remote = remote
+	return register(s, netip.AddrPortFrom(onLink(local, s.cfg.Peer), s.port))
 }
 
 // onLink is local with peer's zone when both are link-local and local has
@@ -374,21 +382,24 @@ func onLink(local, peer netip.Addr) netip.Addr {
 	return local
 }
 
-// dialFrom connects a socket from a free port of 49152 to 65535 on local
-// to remote, with TTL 255.
-func dialFrom(local netip.Addr, remote netip.AddrPort) (*net.UDPConn, error) {
+// listenFrom opens a socket on a free port of 49152 to 65535 on local
+// (RFC 5881 section 4), with TTL 255, to send the packets of the sessions
+// from local: one source port for them all, as BIRD has one per
+// interface (the RFC asks for one per session with a SHOULD; a remote
+// system tells sessions apart by their discriminators).
+func listenFrom(local netip.Addr) (*net.UDPConn, error) {
 	var last error
 	for range 32 {
 		var b [2]byte
 		_, _ = rand.Read(b[:])
 		port := 49152 + binary.BigEndian.Uint16(b[:])%16384
-		conn, err := net.DialUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, port)), net.UDPAddrFromAddrPort(remote))
+		conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, port)))
 		if errors.Is(err, syscall.EADDRINUSE) {
 			last = err
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("bfd: socket from %s to %s: %w", local, remote, err)
+			return nil, fmt.Errorf("bfd: socket on %s: %w", local, err)
 		}
 		if local.Is4() {
 			err = ipv4.NewConn(conn).SetTTL(255)
@@ -397,7 +408,7 @@ func dialFrom(local netip.Addr, remote netip.AddrPort) (*net.UDPConn, error) {
 		}
 		if err != nil {
 			_ = conn.Close()
-			return nil, fmt.Errorf("bfd: TTL 255 toward %s: %w", remote, err)
+			return nil, fmt.Errorf("bfd: TTL 255 on %s: %w", local, err)
 		}
 		return conn, nil
 	}
@@ -407,5 +418,4 @@ func dialFrom(local netip.Addr, remote netip.AddrPort) (*net.UDPConn, error) {
 // close sends nothing more; the listener closes with its last session.
 func (s *Session) close() {
 	unregister(s)
-	_ = s.tx.Close()
 }

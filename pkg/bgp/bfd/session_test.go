@@ -354,54 +354,68 @@ func TestSlowStart(t *testing.T) {
 	}
 }
 
-// TestJitter: each packet is timed on the agreed interval less 0 to 20 %
-// (10 to 20 % with a Detect Mult of 1) and may leave up to 5 % of it
-// early: 75 to 100 % of the interval (at most 90 % with a Detect Mult of
-// 1), as RFC 5880 section 6.8.7 asks.
+// TestJitter: each packet is due at the agreed interval less 0 to 20 %
+// (10 to 20 % with a Detect Mult of 1) after the last, and may leave with
+// other sessions' packets from 75 % of it on (openTx): 75 to 100 % of the
+// interval (at most 90 % with a Detect Mult of 1), as RFC 5880 section
+// 6.8.7 asks.
 func TestJitter(t *testing.T) {
 	for _, tc := range []struct {
 		mult        uint8
-		least, most time.Duration // of the time to the next packet, slack taken off for least
+		least, most time.Duration // of the time to the next packet
 	}{
-		{3, 225 * time.Millisecond, 300 * time.Millisecond},
-		{1, 225 * time.Millisecond, 270 * time.Millisecond},
+		{3, 240 * time.Millisecond, 300 * time.Millisecond},
+		{1, 240 * time.Millisecond, 270 * time.Millisecond},
 	} {
 		t.Run(fmt.Sprintf("multiplier %d", tc.mult), func(t *testing.T) {
 			s := New(Config{Local: addrA, Peer: addrB, MinRx: 300 * time.Millisecond, MinTx: 300 * time.Millisecond, Multiplier: tc.mult}, logr.Discard(), nil)
 			s.state.Store(uint32(Up))
-			if s.slack() != 15*time.Millisecond {
-				t.Fatalf("slack %s, want 15ms", s.slack())
-			}
 			for range 2000 {
-				j := s.jitter()
-				if j-s.slack() < tc.least || j > tc.most {
-					t.Fatalf("next packet in %s (as early as %s), want %s to %s", j, j-s.slack(), tc.least, tc.most)
+				if j := s.jitter(); j < tc.least || j > tc.most {
+					t.Fatalf("next packet due in %s, want %s to %s", j, tc.least, tc.most)
 				}
+			}
+			now := time.Unix(1000, 0)
+			s.lastTx = now
+			if s.openTx(now.Add(224 * time.Millisecond)) {
+				t.Error("may be sent 224ms after the last, under 75% of 300ms")
+			}
+			if !s.openTx(now.Add(225 * time.Millisecond)) {
+				t.Error("may not be sent 225ms after the last, 75% of 300ms")
 			}
 		})
 	}
 }
 
-// TestDue: a packet due within the slack is sent with the others due now;
-// one due later is not, and what is due next is returned; a detection time
-// ended takes an Up session down. Times are given, not waited for.
-func TestDue(t *testing.T) {
+// testListener is a listener whose packets go to rx, for due's tests.
+func testListener(t *testing.T) (*listener, *net.UDPConn) {
+	t.Helper()
 	rx, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addrB, 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = rx.Close() }()
-	tx, err := net.DialUDP("udp", nil, rx.LocalAddr().(*net.UDPAddr))
+	t.Cleanup(func() { _ = rx.Close() })
+	l, err := listen(netip.AddrPortFrom(addrA, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = tx.Close() }()
+	t.Cleanup(l.close)
+	return l, rx
+}
+
+// TestDue: a packet due now is sent; one not due is sent only with
+// another's (sendOpen) and only once 75 % of the interval has passed since
+// the last; what is due next is returned; a detection time ended takes an
+// Up session down. Times are given, not waited for.
+func TestDue(t *testing.T) {
+	l, rx := testListener(t)
 	s := New(Config{Local: addrA, Peer: addrB, MinRx: 300 * time.Millisecond, MinTx: 300 * time.Millisecond, Multiplier: 3}, logr.Discard(), nil)
-	s.tx = tx
+	s.listener, s.remote = l, netip.AddrPortFrom(addrB, uint16(rx.LocalAddr().(*net.UDPAddr).Port)) //nolint:gosec // a port
 	s.state.Store(uint32(Up))
 	now := time.Unix(1000, 0)
 	sent := func() bool {
 		t.Helper()
+		l.flush()
 		if err := rx.SetReadDeadline(time.Now().Add(200 * time.Millisecond)); err != nil {
 			t.Fatal(err)
 		}
@@ -409,24 +423,32 @@ func TestDue(t *testing.T) {
 		return err == nil
 	}
 
-	s.nextTx = now.Add(20 * time.Millisecond) // beyond the 15 ms slack
-	if next := s.due(now); !next.Equal(s.nextTx) || sent() {
+	s.lastTx, s.nextTx = now.Add(-200*time.Millisecond), now.Add(20*time.Millisecond)
+	if next := s.due(now, false); !next.Equal(s.nextTx) || sent() {
 		t.Errorf("due in 20 ms: next %s, want %s, and nothing sent", next.Sub(now), 20*time.Millisecond)
 	}
-	s.nextTx = now.Add(10 * time.Millisecond) // within it
-	next := s.due(now)
-	if !sent() {
-		t.Error("due in 10 ms: nothing sent")
+	if s.due(now, true); sent() {
+		t.Error("sent with another's 200ms after the last, under 75% of the interval")
 	}
-	if d := next.Sub(now); d < 240*time.Millisecond || d > 300*time.Millisecond {
-		t.Errorf("after a packet the next is due in %s, want 240ms to 300ms", d)
+	s.lastTx = now.Add(-230 * time.Millisecond)
+	next := s.due(now, true)
+	if !sent() {
+		t.Error("not sent with another's 230ms after the last")
+	}
+	if d := next.Sub(now); d < 240*time.Millisecond || d > 300*time.Millisecond || !s.lastTx.Equal(now) {
+		t.Errorf("after a packet the next is due in %s, want 240ms to 300ms, and the last now", d)
+	}
+	s.nextTx = now
+	if s.due(now, false); !sent() {
+		t.Error("due now: nothing sent")
 	}
 
+	s.nextTx = now.Add(time.Hour)
 	s.detectAt = now.Add(time.Millisecond)
-	if next := s.due(now); !next.Equal(s.detectAt) || s.State() != Up {
+	if next := s.due(now, false); !next.Equal(s.detectAt) || s.State() != Up {
 		t.Errorf("detection time not ended: next %s, state %s; want the detection time, Up", next.Sub(now), s.State())
 	}
-	s.due(now.Add(time.Millisecond))
+	s.due(now.Add(time.Millisecond), false)
 	if s.State() != Down || s.diag != diagTimeExpired || !s.detectAt.IsZero() {
 		t.Errorf("detection time ended: state %s, diagnostic %d; want Down, %d, and no detection time counted", s.State(), s.diag, diagTimeExpired)
 	}
