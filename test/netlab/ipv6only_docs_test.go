@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestIPv6OnlyDocs keeps docs/node-agent.md's IPv6-only router configs the
+// TestIPv6OnlyDocs keeps docs/routes.md's IPv6-only router configs the
 // ones a lab with IPv6Only runs (test/realnodes TestIPv6OnlyRealNodes's,
 // which checks its running router's config against them too), with no IPv4
 // session, and FRR's loading without a complaint. It needs no root.
@@ -18,12 +18,12 @@ func TestIPv6OnlyDocs(t *testing.T) {
 		{"<!-- ipv6only:bird -->", l.birdConfig(), []string{"ipv4", "198.18.10.1 as", "spk"}},
 		{"<!-- ipv6only:frr -->", frr, []string{"ipv4 unicast\n", "peer-group CCM\n", "2001:db8:10::2 "}},
 	} {
-		block, err := DocBlock("node-agent.md", tc.marker)
+		block, err := DocBlock("routes.md", tc.marker)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if want := strings.TrimRight(tc.conf, "\n"); block != want {
-			t.Errorf("docs/node-agent.md: the block after %s differs from the lab's; put this in it:\n%s", tc.marker, want)
+			t.Errorf("docs/routes.md: the block after %s differs from the lab's; put this in it:\n%s", tc.marker, want)
 		}
 		for _, s := range tc.ipv4 {
 			if strings.Contains(tc.conf, s) {

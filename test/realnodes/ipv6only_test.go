@@ -45,7 +45,7 @@ bgp:
 // router have no IPv4 address, the CCM, and the real node agent on each
 // node with its least-privilege identity (announceFrom Nodes), peering with
 // the router's IPv6 address alone: once with each router (BIRD 2, FRR),
-// each running the config docs/node-agent.md shows for it. The nodes get
+// each running the config docs/routes.md shows for it. The nodes get
 // only an IPv6 InternalIP; each agent's router ID is its address folded
 // into 32 bits (the rule of docs/node-agent.md, "IPv6-only nodes"), as the
 // router sees it; an IPv6 SingleStack LoadBalancer Service with
@@ -72,12 +72,12 @@ func testIPv6OnlyRealNodes(t *testing.T, router netlab.RouterKind, archives []st
 		t.Fatal(err)
 	}
 	marker := "<!-- ipv6only:" + string(router) + " -->"
-	block, err := netlab.DocBlock("node-agent.md", marker)
+	block, err := netlab.DocBlock("routes.md", marker)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := strings.TrimRight(conf, "\n"); block != want {
-		t.Errorf("docs/node-agent.md: the block after %s is not the config the router runs; put this in it:\n%s", marker, want)
+		t.Errorf("docs/routes.md: the block after %s is not the config the router runs; put this in it:\n%s", marker, want)
 	}
 	// No IPv4 address on the nodes' links (and so no IPv4 route off the
 	// node): only the loopback keeps 127.0.0.1, which the node's daemons
