@@ -196,11 +196,11 @@ func (r *renderer) sessions(st *Status) {
 			if name == p.Address {
 				name = "" // a peer without a name is named by its address
 			}
-			rows = append(rows, []string{s.Role + "/" + s.Pod, dash(s.Node), dash(name), p.Address, p.State, age(r.now.Sub(p.Since))})
+			rows = append(rows, []string{s.Role + "/" + s.Pod, dash(s.Node), dash(name), p.Address, p.State, dash(p.BFD), age(r.now.Sub(p.Since))})
 		}
 	}
 	if len(rows) > 0 {
-		r.table("FROM NODE PEER ADDRESS STATE SINCE", rows)
+		r.table("FROM NODE PEER ADDRESS STATE BFD SINCE", rows)
 	}
 	if agents > 0 {
 		r.printf("  node agents: %d of %d with every session established\n", agentsUp, agents)

@@ -16,7 +16,7 @@ func TestRenderSessions(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	state := func(role, pod, node, st string) sessions.State {
 		return sessions.State{Role: role, Pod: pod, Node: node, Peers: []sessions.Peer{
-			{Protocol: "BGP", Name: "tor", Address: "198.18.0.1", State: st, Up: st == "established", Since: now.Add(-5 * time.Minute)},
+			{Protocol: "BGP", Name: "tor", Address: "198.18.0.1", State: st, Up: st == "established", Since: now.Add(-5 * time.Minute), BFD: bfdOf(role, st)},
 		}}
 	}
 	agents := func(n, down int) []sessions.State {
@@ -37,9 +37,9 @@ func TestRenderSessions(t *testing.T) {
 		notWant  []string
 	}{
 		{"few agents: every one", agents(3, 1), []string{
-			"  replica/ccm-0    cp-0      tor   198.18.0.1  established  5m",
-			"  agent/agent-000  node-000  tor   198.18.0.1  active       5m",
-			"  agent/agent-002  node-002  tor   198.18.0.1  established  5m",
+			"  replica/ccm-0    cp-0      tor   198.18.0.1  established  -     5m",
+			"  agent/agent-000  node-000  tor   198.18.0.1  active       down  5m",
+			"  agent/agent-002  node-002  tor   198.18.0.1  established  up    5m",
 			"  node agents: 2 of 3 with every session established",
 			"A BGP session is not established",
 		}, nil},
@@ -127,5 +127,18 @@ func TestRenderLeaderUnknown(t *testing.T) {
 	}
 	if want := "  ccm-0  cp-0  yes    0         ?\n"; !strings.Contains(b.String(), want) {
 		t.Errorf("no %q in:\n%s", want, b.String())
+	}
+}
+
+// bfdOf is the test's BFD state of a session: none for the replica's (a
+// peer without BFD), up with an established session, else down.
+func bfdOf(role, state string) string {
+	switch {
+	case role == sessions.RoleReplica:
+		return ""
+	case state == "established":
+		return "up"
+	default:
+		return "down"
 	}
 }

@@ -50,6 +50,9 @@ type Peer struct {
 	Since time.Time `json:"since"`
 	// Up says whether State is the protocol's established state.
 	Up bool `json:"up"`
+	// BFD is the state of the session's BFD session ("up", "down",
+	// "init", "admindown"); empty without BFD.
+	BFD string `json:"bfd,omitempty"`
 }
 
 // State is what one process publishes.
@@ -137,6 +140,9 @@ func key(peers []Peer) string {
 	parts := make([]string, len(peers))
 	for i, p := range peers {
 		parts[i] = p.Protocol + "/" + p.Name + "/" + p.Address + "=" + p.State
+		if p.BFD != "" {
+			parts[i] += "+bfd:" + p.BFD
+		}
 	}
 	return strings.Join(parts, ",")
 }

@@ -158,7 +158,7 @@ func testStatusCommand(t *testing.T, cfgPath string) {
 	}
 	var want []string
 	for _, f := range []netlab.Family{netlab.IPv4, netlab.IPv6} {
-		want = append(want, `(?m)^  replica/ccm-status +- +- +`+regexp.QuoteMeta(netlab.RouterAddr(f).String())+` +established +\S+$`)
+		want = append(want, `(?m)^  replica/ccm-status +- +- +`+regexp.QuoteMeta(netlab.RouterAddr(f).String())+` +established +- +\S+$`) // no BFD: "-", then the age
 	}
 	want = append(want, `(?m)^Leader: +\S+_`, `BGP from Replicas to 2 peers`, `(?m)^  default +IPv4 +1 +255 +256 +BGP`)
 	cp.WaitStatus(t, []string{"-n", ns, "--lease-name", "ccm-status"}, want...)

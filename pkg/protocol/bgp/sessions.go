@@ -26,7 +26,7 @@ func peers(sp *speaker.Speaker) []published.Peer {
 	states := sp.PeerStates()
 	out := make([]published.Peer, 0, len(states))
 	for _, p := range states {
-		out = append(out, published.Peer{Protocol: "BGP", Name: p.Name, Address: p.Where(), State: p.State, Up: p.Established()})
+		out = append(out, published.Peer{Protocol: "BGP", Name: p.Name, Address: p.Where(), State: p.State, Up: p.Established(), BFD: p.BFD})
 	}
 	return out
 }
