@@ -27,7 +27,7 @@ var defaultNotes = map[string]string{
 	"concurrent-service-syncs": fmt.Sprintf("metal-ccm raises the default from 1 to %d: node changes touch every "+
 		"LoadBalancer Service, and one worker makes the last Service wait for all others. Allocation is safe with "+
 		"parallel workers.", defaultConcurrentServiceSyncs),
-	"kube-api-qps": fmt.Sprintf("metal-ccm raises the default from 20 to %d: initializing a node takes three writes, "+
+	"kube-api-qps": fmt.Sprintf("metal-ccm raises the default from 20 to %d: initializing a node takes a write, and a second when its addresses change, "+
 		"so a low limit, not the API server, would pace node joins.", defaultClientQPS),
 	"kube-api-burst": fmt.Sprintf("metal-ccm raises the default from 30 to %d, with --kube-api-qps.", defaultClientBurst),
 }

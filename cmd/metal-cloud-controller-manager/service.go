@@ -19,7 +19,8 @@ import (
 )
 
 // controllerInitializers are upstream's controllers, with the service
-// controller started by startServiceController. Each runs until the leader
+// controller started by startServiceController and the cloud node
+// controller by startCloudNodeController. Each runs until the leader
 // election ends or a signal comes, so that a stopping replica writes nothing
 // while it hands the Lease over; starting one marks this replica the leader.
 func (m *manager) controllerInitializers() map[string]app.ControllerInitFuncConstructor {
@@ -27,6 +28,9 @@ func (m *manager) controllerInitializers() map[string]app.ControllerInitFuncCons
 	c := out[names.ServiceLBController]
 	c.Constructor = startServiceController
 	out[names.ServiceLBController] = c
+	c = out[names.CloudNodeController]
+	c.Constructor = startCloudNodeController
+	out[names.CloudNodeController] = c
 	for name, c := range out {
 		construct := c.Constructor
 		c.Constructor = func(initCtx app.ControllerInitContext, cfg *cloudconfig.CompletedConfig, cloud cloudprovider.Interface) app.InitFunc {
