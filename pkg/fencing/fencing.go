@@ -2,6 +2,7 @@ package fencing
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -55,10 +56,14 @@ type Controller struct {
 	wouldBe  map[string]bool      // nodes told WouldFence, until Ready again
 	failedAt map[string]time.Time // nodes whose power-off failed, when
 	fenced   map[string]bool      // nodes fenced, until Ready again (the mark may have failed)
+	wake     chan struct{}        // wakes Run (wakeCh)
+	wakeOnce sync.Once
 }
 
-// Run looks at the nodes every Period until ctx ends.
+// Run looks at the nodes every Period, and when a node's Ready condition
+// changes (NodeChanged), until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
+	c.init()
 	t := time.NewTicker(c.Period)
 	defer t.Stop()
 	for {
@@ -67,8 +72,30 @@ func (c *Controller) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-c.wakeCh():
 		}
 	}
+}
+
+// NodeChanged makes Run look at the nodes at once when a node turned Ready
+// or NotReady: a fenced node back is unmarked without waiting for the next
+// period (the out-of-service taint, which looks at once too, then goes
+// about when the mark does).
+func (c *Controller) NodeChanged(old, cur *v1.Node) {
+	if nodes.Ready(old) == nodes.Ready(cur) {
+		return
+	}
+	select {
+	case c.wakeCh() <- struct{}{}:
+	default: // a look is pending
+	}
+}
+
+// wakeCh is the channel that wakes Run, made on first use: NodeChanged is
+// called from the informer's goroutine, perhaps before Run.
+func (c *Controller) wakeCh() chan struct{} {
+	c.wakeOnce.Do(func() { c.wake = make(chan struct{}, 1) })
+	return c.wake
 }
 
 func (c *Controller) init() {

@@ -213,3 +213,30 @@ func TestSync(t *testing.T) {
 }
 
 func ptrTime(t time.Time) *time.Time { return &t }
+
+// TestNodeChanged: a change of a node's Ready condition has the controller
+// look at once (a fenced node back is unmarked without waiting for the
+// period); other changes wait for the period.
+func TestNodeChanged(t *testing.T) {
+	at := time.Unix(1000, 0)
+	labelled := node("a", true, at, nil)
+	labelled.Labels = map[string]string{"a": "b"}
+	for _, tc := range []struct {
+		name     string
+		old, cur *v1.Node
+		poked    bool
+	}{
+		{"Ready to NotReady", node("a", true, at, nil), node("a", false, at, nil), true},
+		{"NotReady to Ready", node("a", false, at, nil), node("a", true, at, nil), true},
+		{"still Ready, a label", node("a", true, at, nil), labelled, false},
+		{"still NotReady", node("a", false, at, nil), node("a", false, at.Add(time.Second), nil), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Controller{}
+			c.NodeChanged(tc.old, tc.cur)
+			if got := len(c.wakeCh()) == 1; got != tc.poked {
+				t.Errorf("poked: %t, want %t", got, tc.poked)
+			}
+		})
+	}
+}

@@ -51,6 +51,7 @@ func (c *Cloud) runFencing(ctx context.Context, client kubernetes.Interface) {
 		},
 		Period: fencingPeriod,
 	}
+	defer c.watchNodeUpdates(ctx, "fencing", ctrl.NodeChanged)()
 	ctrl.Run(ctx)
 }
 

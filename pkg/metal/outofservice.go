@@ -51,18 +51,25 @@ func (c *Cloud) runOutOfService(ctx context.Context, client kubernetes.Interface
 		Period: outOfServicePeriod,
 	}
 	ctrl.Probes = outofservice.NewProbes(ctrl.Poke)
+	defer c.watchNodeUpdates(ctx, "out-of-service", ctrl.NodeChanged)()
+	ctrl.Run(ctx)
+}
+
+// watchNodeUpdates calls changed with each update of a node in the cache
+// until the returned function is called. A controller that looks every
+// period without it (the handler could not be added) still sees every
+// change, later.
+func (c *Cloud) watchNodeUpdates(ctx context.Context, name string, changed func(old, cur *v1.Node)) func() {
 	reg, err := c.nodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(old, cur any) {
 		o, ok1 := old.(*v1.Node)
 		n, ok2 := cur.(*v1.Node)
 		if ok1 && ok2 {
-			ctrl.NodeChanged(o, n)
+			changed(o, n)
 		}
 	}})
-	if err == nil {
-		defer func() { _ = c.nodeInformer.RemoveEventHandler(reg) }()
-	} else {
-		// The rounds every period still see every change.
-		klog.FromContext(ctx).V(2).Info("Node changes not watched: the out-of-service taint looks every period", "err", err)
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("Node changes not watched: the controller looks every period", "controller", name, "err", err)
+		return func() {}
 	}
-	ctrl.Run(ctx)
+	return func() { _ = c.nodeInformer.RemoveEventHandler(reg) }
 }

@@ -16,6 +16,7 @@ package outofservice
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -93,7 +94,8 @@ type Controller struct {
 
 	now      func() time.Time
 	offSince map[string]time.Time // candidates whose machine is off, since when
-	wake     chan struct{}
+	wake     chan struct{}        // wakes Run (wakeCh)
+	wakeOnce sync.Once
 }
 
 var taint = &v1.Taint{Key: TaintKey, Value: TaintValue, Effect: v1.TaintEffectNoExecute}
@@ -117,7 +119,7 @@ func (c *Controller) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-c.wake:
+		case <-c.wakeCh():
 		}
 	}
 }
@@ -128,9 +130,6 @@ func (c *Controller) init() {
 	}
 	if c.offSince == nil {
 		c.offSince = map[string]time.Time{}
-	}
-	if c.wake == nil {
-		c.wake = make(chan struct{}, 1)
 	}
 }
 
@@ -147,9 +146,16 @@ func (c *Controller) NodeChanged(old, cur *v1.Node) {
 // confirmation is due.
 func (c *Controller) Poke() {
 	select {
-	case c.wake <- struct{}{}:
+	case c.wakeCh() <- struct{}{}:
 	default:
 	}
+}
+
+// wakeCh is the channel that wakes Run, made on first use: Poke is called
+// from the informer's and the probes' goroutines, perhaps before Run.
+func (c *Controller) wakeCh() chan struct{} {
+	c.wakeOnce.Do(func() { c.wake = make(chan struct{}, 1) })
+	return c.wake
 }
 
 // Sync looks at every node once.

@@ -250,9 +250,8 @@ func TestNodeChanged(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &Controller{}
-			c.init()
 			c.NodeChanged(tc.old, tc.cur)
-			if got := len(c.wake) == 1; got != tc.poked {
+			if got := len(c.wakeCh()) == 1; got != tc.poked {
 				t.Errorf("poked: %t, want %t", got, tc.poked)
 			}
 		})
