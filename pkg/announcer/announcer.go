@@ -9,7 +9,6 @@ import (
 	"context"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -109,7 +108,7 @@ type Announcer struct {
 	outside outsidePools // the Services' addresses left out (Options.Addresses)
 
 	podApplied map[string]map[netip.Prefix]netip.Addr // node -> its announced pod routes (under mu)
-	firstSync  atomic.Bool                            // the first sync after the caches' is done
+	firstSync  chan struct{}                          // closed once the first sync after the caches' is done
 }
 
 // Informers are what an announcer watches, all of a cluster's objects of
@@ -136,6 +135,7 @@ func New(inf Informers, backend Backend, serves Filter, opts Options) *Announcer
 		nodes:     corelisters.NewNodeLister(inf.Nodes.GetIndexer()),
 		dirtySvcs: map[string]bool{},
 		wake:      make(chan struct{}, 1),
+		firstSync: make(chan struct{}),
 		table:     newPathTable(),
 	}
 	if cb, ok := backend.(CommunityBackend); ok && opts.Communities != nil {
@@ -292,7 +292,11 @@ func (a *Announcer) Run(ctx context.Context) {
 		if a.sync(ctx) {
 			retry.Reset(time.Second)
 		}
-		a.firstSync.Store(true)
+		select {
+		case <-a.firstSync:
+		default:
+			close(a.firstSync)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package announcer
 
 import (
+	"context"
 	"net/netip"
 	"slices"
 
@@ -134,7 +135,24 @@ func (a *Announcer) NextHopFor(node string, v4 bool) (netip.Addr, bool) {
 
 // Synced reports whether the announcer has applied what its caches showed
 // once they had synced.
-func (a *Announcer) Synced() bool { return a.firstSync.Load() }
+func (a *Announcer) Synced() bool {
+	select {
+	case <-a.firstSync:
+		return true
+	default:
+		return false
+	}
+}
+
+// WaitSynced waits until Synced or ctx ends, and reports which.
+func (a *Announcer) WaitSynced(ctx context.Context) bool {
+	select {
+	case <-a.firstSync:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
 
 // MissingPodRoutes lists the pod CIDRs of a node that it should have
 // announced (those with a next hop) and the backend does not have yet.

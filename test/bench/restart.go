@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
-	"regexp"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/metal-ccm/metal-ccm/test/netlab"
@@ -21,12 +19,15 @@ const restartGoal = 15 * time.Second
 // is stopped as a rolling update of the only replica stops it (SIGTERM;
 // bgp.onStop Auto leaves its sessions to close with the process, and the
 // router keeps its paths under graceful restart) and started again. The
-// figure is the time from its start until the router has received every
-// path again on the new session (its "Import updates" received, counted
-// from the session's start, at least the paths it held before): the
-// replica first takes the leader election's Lease (released at the clean
-// stop), then announces from its informers' first complete view, and the
-// router's kernel routes are checked to be as before.
+// figure is the time from its start until the router has every path again:
+// the End-of-RIB of the new session, which ends the router's graceful
+// restart ("Neighbor graceful restart active" gone), and which the speaker
+// sends after the paths of its announcer's first complete view. Until then
+// the router's count of the session's paths is polled: a path it dropped
+// meanwhile (a stale one flushed before the replica sent it again) is
+// counted as lost. The replica first takes the leader election's Lease
+// (released at the clean stop), then announces from its informers' first
+// complete view, and the router's kernel routes are checked to be as before.
 func (e *env) restartReplica(ctx context.Context, s *Scenario, scaled bool) error {
 	if e.lab == nil {
 		return nil
@@ -39,10 +40,11 @@ func (e *env) restartReplica(ctx context.Context, s *Scenario, scaled bool) erro
 	for _, r := range routes {
 		before[r.Prefix] = r.NextHops
 	}
-	paths, err := e.birdImported()
+	p, err := e.birdSession()
 	if err != nil {
 		return err
 	}
+	paths := imported(p)
 	if len(before) == 0 || paths == 0 {
 		s.notef("replica restart not measured: the router had no route before it")
 		return nil
@@ -53,11 +55,17 @@ func (e *env) restartReplica(ctx context.Context, s *Scenario, scaled bool) erro
 		return fmt.Errorf("bench: stopping the replica: %w", err)
 	}
 	e.ccm = nil // stopped on purpose: the waits below must not fail on it
-	// Started once the router has seen the session go, so that the
-	// counts below are the new session's.
-	if err := e.waitForEvery(ctx, routerPoll, "the router to see the replica's session go", func() (bool, string) {
-		st, _, err := e.birdSession()
-		return err == nil && st != "Established", st
+	least := paths
+	// Started once the router has seen the session go, and keeps its
+	// paths under graceful restart, so that what follows is the new
+	// session's.
+	if err := e.waitForEvery(ctx, routerPoll, "the router to see the replica's session go, keeping its paths", func() (bool, string) {
+		p, err := e.birdSession()
+		if err != nil {
+			return false, err.Error()
+		}
+		least = min(least, imported(p))
+		return p.SessionState() != "Established" && p.GracefulRestart, fmt.Sprintf("session %s, graceful restart active %v", p.SessionState(), p.GracefulRestart)
 	}); err != nil {
 		return err
 	}
@@ -65,61 +73,56 @@ func (e *env) restartReplica(ctx context.Context, s *Scenario, scaled bool) erro
 		return err
 	}
 	started := time.Now()
-	if err := e.waitForEvery(ctx, routerPoll, "every path received again after the replica's restart", func() (bool, string) {
-		st, updates, err := e.birdSession()
+	if err := e.waitForEvery(ctx, routerPoll, "the End-of-RIB of the replica's new session", func() (bool, string) {
+		p, err := e.birdSession()
 		if err != nil {
 			return false, err.Error()
 		}
-		return st == "Established" && updates >= float64(paths), fmt.Sprintf("session %s, %v of %d paths received", st, updates, paths)
+		least = min(least, imported(p))
+		st := p.SessionState()
+		return st == "Established" && !p.GracefulRestart, fmt.Sprintf("session %s, graceful restart active %v, %d of %d paths", st, p.GracefulRestart, imported(p), paths)
 	}); err != nil {
 		return err
 	}
 	back := time.Since(started)
+	p, err = e.birdSession()
+	if err != nil {
+		return err
+	}
 	routesBack := e.watchRouter(ctx, "the router's routes as before the restart", sameRoutes(before))
 	if _, err := routesBack.wait(); err != nil {
 		return err
 	}
-	s.add("restart_routes_s", "replica restarted (SIGTERM, start): every path received again by the router, from its start", back.Seconds(), "s").
+	s.add("restart_routes_s", "replica restarted (SIGTERM, start): every path back in the router (the new session's End-of-RIB), from its start", back.Seconds(), "s").
 		atMost(restartGoal.Seconds(), fmt.Sprintf("≤ %s", restartGoal), scaled)
-	s.notef("replica restart: stopped in %s after SIGTERM; the router kept its %d routes (%d paths) under graceful restart, and has them as before after the restart",
-		took.Round(time.Millisecond), len(before), paths)
+	s.add("restart_lost_paths", "paths the router dropped during the restart (polled)", float64(paths-least), "").
+		atMost(0, "0", scaled)
+	s.notef("replica restart: stopped in %s after SIGTERM; the router kept its %d routes (%d paths) under graceful restart, held %d paths at the End-of-RIB, and has its routes as before after the restart",
+		took.Round(time.Millisecond), len(before), paths, imported(p))
 	return nil
 }
 
-// birdSession is the router's IPv4 session with the replica: its state,
-// and the paths received on it since it began ("Import updates").
-func (e *env) birdSession() (string, float64, error) {
+// birdSession is the router's IPv4 session with the replica.
+func (e *env) birdSession() (netlab.BirdProtocol, error) {
 	out, err := e.lab.Birdc("show", "protocols", "all", "spk4_0")
 	if err != nil {
-		return "", 0, fmt.Errorf("bench: router: %w", err)
+		return netlab.BirdProtocol{}, fmt.Errorf("bench: router: %w", err)
 	}
 	ps := netlab.ParseBirdProtocols(out)
 	if len(ps) != 1 {
-		return "", 0, fmt.Errorf("bench: router: no protocol spk4_0 in %q", out)
+		return netlab.BirdProtocol{}, fmt.Errorf("bench: router: no protocol spk4_0 in %q", out)
 	}
-	var updates float64
-	if len(ps[0].ImportUpdates) > 0 {
-		updates = ps[0].ImportUpdates[0]
-	}
-	return ps[0].SessionState(), updates, nil
+	return ps[0], nil
 }
 
-// importedRE is the count of paths a BIRD channel holds ("Routes: N
-// imported, ...").
-var importedRE = regexp.MustCompile(`Routes:\s+(\d+) imported`)
-
-// birdImported is how many paths the router holds from the replica's IPv4
-// session.
-func (e *env) birdImported() (int, error) {
-	out, err := e.lab.Birdc("show", "protocols", "all", "spk4_0")
-	if err != nil {
-		return 0, fmt.Errorf("bench: router: %w", err)
+// imported is how many paths the router holds from a session (all its
+// channels; stale ones kept through a restart included).
+func imported(p netlab.BirdProtocol) int {
+	n := 0
+	for _, c := range p.Imported {
+		n += c
 	}
-	m := importedRE.FindStringSubmatch(out)
-	if m == nil {
-		return 0, fmt.Errorf("bench: router: no imported count in %q", out)
-	}
-	return strconv.Atoi(m[1])
+	return n
 }
 
 // sameRoutes is a router condition: every prefix of want is there with

@@ -30,6 +30,14 @@ type BirdProtocol struct {
 	// NeighborID is the BGP neighbor's router ID ("Neighbor ID", show
 	// protocols all of an established session), "" without one.
 	NeighborID string
+	// GracefulRestart is whether the neighbor's graceful restart is in
+	// progress ("Neighbor graceful restart active"): from the end of its
+	// session, which BIRD keeps the routes of, until an End-of-RIB on each
+	// of its channels in the new session (or the restart's timers end).
+	GracefulRestart bool
+	// Imported holds, per channel, the routes it holds ("Routes: N
+	// imported"; stale ones kept through a restart included).
+	Imported []int
 }
 
 // SessionState is a BGP protocol's session state in the words both routers
@@ -88,6 +96,14 @@ func birdProtocolDetails(p *BirdProtocol, lines []string) {
 		fields := strings.Fields(line)
 		if len(fields) == 3 && fields[0] == "Neighbor" && fields[1] == "ID:" {
 			p.NeighborID = fields[2]
+		}
+		if strings.Join(fields, " ") == "Neighbor graceful restart active" {
+			p.GracefulRestart = true
+		}
+		if len(fields) >= 3 && fields[0] == "Routes:" && fields[2] == "imported," {
+			if n, err := strconv.Atoi(fields[1]); err == nil {
+				p.Imported = append(p.Imported, n)
+			}
 		}
 		if len(fields) < 3 || fields[0] != "Import" {
 			continue

@@ -6,7 +6,8 @@ import (
 )
 
 // birdShowProtocolsAll is `birdc show protocols all` of BIRD 2.0 with one
-// established session that offers ADD-PATH receive and one that is down.
+// established session that offers ADD-PATH receive, one connecting while the
+// neighbor's graceful restart is in progress, and one that is down.
 const birdShowProtocolsAll = `BIRD 2.0.12 ready.
 Name       Proto      Table      State  Since         Info
 device1    Device     ---        up     15:58:00.001
@@ -31,12 +32,17 @@ spk4_0     BGP        ---        up     15:58:01.123  Established
         TX: ipv4
   Channel ipv4
     State:          UP
+    Routes:         127 imported, 0 exported, 127 preferred
     Route change stats:     received   rejected   filtered    ignored   accepted
       Import updates:            120          0          0          0        120
       Import withdraws:           30          0        ---          0         30
       Export updates:              0          0          0        ---          0
 spk6_0     BGP        ---        start  15:58:01.123  Active        Socket: Connection refused
   BGP state:          Active
+    Neighbor address: 2001:db8:10::2
+    Neighbor AS:      64512
+    Local AS:         64500
+    Neighbor graceful restart active
     Local capabilities
       ADD-PATH
         RX:
@@ -61,6 +67,12 @@ func TestParseBirdProtocols(t *testing.T) {
 	}
 	if spk4.NeighborID != "198.18.10.2" || spk6.NeighborID != "" {
 		t.Errorf("neighbor IDs %q and %q, want 198.18.10.2 and none", spk4.NeighborID, spk6.NeighborID)
+	}
+	if spk4.GracefulRestart || !spk6.GracefulRestart {
+		t.Errorf("graceful restart active: spk4_0 %v, spk6_0 %v; want false, true", spk4.GracefulRestart, spk6.GracefulRestart)
+	}
+	if len(spk4.Imported) != 1 || spk4.Imported[0] != 127 || len(spk6.Imported) != 0 {
+		t.Errorf("imported: spk4_0 %v, spk6_0 %v; want [127], []", spk4.Imported, spk6.Imported)
 	}
 	if !spk4.LocalAddPathRx {
 		t.Error("spk4_0: no local ADD-PATH receive")

@@ -47,11 +47,6 @@ func (Protocol) Agent(ctx context.Context, cfg *config.CloudConfig, env protocol
 	if err != nil {
 		return nil, fmt.Errorf("BGP speaker: %w", err)
 	}
-	go func() {
-		if err := sp.Start(klog.NewContext(context.WithoutCancel(ctx), logger.WithName("bgp"))); err != nil {
-			logger.Error(err, "BGP speaker stopped")
-		}
-	}()
 	opts := announcer.Options{OnlyNode: env.Node.Name, Addresses: env.Addresses(config.ProtocolBGP), InPools: env.InPools, PodRoutes: cfg.Routes.Enabled,
 		PodNextHop: cfg.Routes.NextHopAddressType, MaxNextHops: 1, Communities: AnnouncedCommunities(&cfg.LoadBalancer),
 		Weighted: WeightedECMP(&cfg.LoadBalancer)}
@@ -64,7 +59,10 @@ func (Protocol) Agent(ctx context.Context, cfg *config.CloudConfig, env protocol
 	return a, nil
 }
 
-func (a *agent) Run(ctx context.Context) { a.ann.Run(ctx) }
+func (a *agent) Run(ctx context.Context) {
+	go startAfterSync(ctx, a.speaker, a.ann, klog.FromContext(ctx).WithName("bgp"))
+	a.ann.Run(ctx)
+}
 
 // Ready: the first sync is done and, with routes.enabled, every pod CIDR of
 // the node that has a next hop is in the speaker. The CCM's route

@@ -78,18 +78,14 @@ func (Protocol) Replica(cfg *config.CloudConfig, env protocol.ReplicaEnv) (proto
 	return r, nil
 }
 
-// Start starts the speaker. Its sessions must outlive ctx (routers keep the
-// routes of a replica that exits without closing them): only Stop ends them.
+// Start starts the speaker once the announcer has synced (startAfterSync).
+// Its sessions must outlive ctx (routers keep the routes of a replica that
+// exits without closing them): only Stop ends them.
 func (r *replica) Start(ctx context.Context) error {
 	if r.speaker == nil {
 		return nil
 	}
-	logger := klog.FromContext(ctx).WithName("bgp")
-	go func() {
-		if err := r.speaker.Start(klog.NewContext(context.WithoutCancel(ctx), logger)); err != nil {
-			logger.Error(err, "BGP speaker stopped")
-		}
-	}()
+	go startAfterSync(ctx, r.speaker, r.ann, klog.FromContext(ctx).WithName("bgp"))
 	return nil
 }
 
