@@ -13,7 +13,6 @@ const (
 	attrOrigin              = 1  // RFC 4271
 	attrASPath              = 2  // RFC 4271
 	attrNextHop             = 3  // RFC 4271
-	attrMED                 = 4  // RFC 4271
 	attrLocalPref           = 5  // RFC 4271
 	attrCommunities         = 8  // RFC 1997
 	attrMPReach             = 14 // RFC 4760
@@ -27,7 +26,6 @@ const (
 const (
 	flagOptional   = 0x80
 	flagTransitive = 0x40
-	flagPartial    = 0x20
 	flagExtLength  = 0x10
 
 	wellKnown          = flagTransitive
@@ -37,7 +35,6 @@ const (
 
 // AS_PATH segment types (RFC 4271 4.3), and the most ASNs in a segment.
 const (
-	asSet             = 1
 	asSequence        = 2
 	maxSegmentASNs    = 255
 	maxAttributeValue = MaxMessageLen
@@ -100,9 +97,11 @@ func (n *Negotiated) Options(f Family) Options {
 // extended length flag (two length octets) only when the value needs it.
 func appendAttrHeader(b []byte, flags, typ uint8, n int) []byte {
 	if n > 255 {
-		return append(b, flags|flagExtLength, typ, byte(n>>8), byte(n))
+		// Over 65535 only for more than a message holds, which
+		// finishHeader then refuses.
+		return binary.BigEndian.AppendUint16(append(b, flags|flagExtLength, typ), uint16(n)) //nolint:gosec // see above
 	}
-	return append(b, flags, typ, byte(n))
+	return append(b, flags, typ, octet(n))
 }
 
 // appendTo appends the attributes in ascending type order (RFC 4271 5),
@@ -174,7 +173,7 @@ func appendASPath(b []byte, typ, flags uint8, path []uint32, four bool) []byte {
 	for rest := path; len(rest) > 0; {
 		seg := rest[:min(len(rest), maxSegmentASNs)]
 		rest = rest[len(seg):]
-		b = append(b, asSequence, byte(len(seg)))
+		b = append(b, asSequence, octet(len(seg)))
 		for _, asn := range seg {
 			switch {
 			case four:

@@ -95,7 +95,9 @@ type Capabilities struct {
 // the four-octet AS capability.
 func (c *Capabilities) appendTo(b []byte, asn uint32) ([]byte, error) {
 	for _, f := range c.Families {
-		b = append(b, capMultiprotocol, 4, byte(f.AFI>>8), byte(f.AFI), 0, f.SAFI)
+		b = append(b, capMultiprotocol, 4)
+		b = binary.BigEndian.AppendUint16(b, f.AFI)
+		b = append(b, 0, f.SAFI)
 	}
 	if c.RouteRefresh {
 		b = append(b, capRouteRefresh, 0)
@@ -104,7 +106,7 @@ func (c *Capabilities) appendTo(b []byte, asn uint32) ([]byte, error) {
 		if len(c.ExtendedNextHop) > 255/6 {
 			return b, fmt.Errorf("extended next hop: %d entries: %w", len(c.ExtendedNextHop), ErrTooBig)
 		}
-		b = append(b, capExtendedNextHop, byte(6*len(c.ExtendedNextHop)))
+		b = append(b, capExtendedNextHop, octet(6*len(c.ExtendedNextHop)))
 		for _, e := range c.ExtendedNextHop {
 			b = binary.BigEndian.AppendUint16(b, e.Family.AFI)
 			b = binary.BigEndian.AppendUint16(b, uint16(e.Family.SAFI))
@@ -125,14 +127,15 @@ func (c *Capabilities) appendTo(b []byte, asn uint32) ([]byte, error) {
 		if gr.Notification {
 			flags |= grNotification
 		}
-		b = append(b, capGracefulRestart, byte(2+4*len(gr.Families)))
+		b = append(b, capGracefulRestart, octet(2+4*len(gr.Families)))
 		b = binary.BigEndian.AppendUint16(b, flags)
 		for _, f := range gr.Families {
 			var ff byte
 			if f.Forwarding {
 				ff = grForwarding
 			}
-			b = append(b, byte(f.Family.AFI>>8), byte(f.Family.AFI), f.Family.SAFI, ff)
+			b = binary.BigEndian.AppendUint16(b, f.Family.AFI)
+			b = append(b, f.Family.SAFI, ff)
 		}
 	}
 	if c.FourOctetAS {
@@ -143,12 +146,13 @@ func (c *Capabilities) appendTo(b []byte, asn uint32) ([]byte, error) {
 		if len(c.AddPath) > 255/4 {
 			return b, fmt.Errorf("add-path: %d families: %w", len(c.AddPath), ErrTooBig)
 		}
-		b = append(b, capAddPath, byte(4*len(c.AddPath)))
+		b = append(b, capAddPath, octet(4*len(c.AddPath)))
 		for _, a := range c.AddPath {
 			if a.Mode < AddPathReceive || a.Mode > AddPathBoth {
 				return b, fmt.Errorf("add-path mode %d: %w", a.Mode, ErrInvalid)
 			}
-			b = append(b, byte(a.Family.AFI>>8), byte(a.Family.AFI), a.Family.SAFI, byte(a.Mode))
+			b = binary.BigEndian.AppendUint16(b, a.Family.AFI)
+			b = append(b, a.Family.SAFI, byte(a.Mode))
 		}
 	}
 	return b, nil

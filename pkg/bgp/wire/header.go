@@ -130,3 +130,9 @@ func AppendKeepalive(b []byte) []byte {
 	b[start+17] = HeaderLen
 	return b
 }
+
+// octet is n as one octet, for a length or count that its caller has
+// checked to be below 256.
+func octet(n int) byte {
+	return byte(n) //nolint:gosec // callers check n < 256
+}

@@ -54,7 +54,7 @@ func communication(s string) []byte {
 		s = s[:len(s)-n]
 	}
 	b := make([]byte, 0, 1+len(s))
-	b = append(b, byte(len(s)))
+	b = append(b, octet(len(s)))
 	return append(b, s...)
 }
 

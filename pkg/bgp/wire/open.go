@@ -53,7 +53,7 @@ func (m *Open) AppendTo(b []byte) ([]byte, error) {
 	b = append(b, id[:]...)
 	b = append(b, 0, paramCapabilities, 0) // lengths filled in below
 	caps := len(b)
-	b, err := m.Capabilities.appendTo(b, m.ASN)
+	b, err := m.appendTo(b, m.ASN)
 	if err != nil {
 		return b[:start], fmt.Errorf("open: %w", err)
 	}
@@ -67,7 +67,7 @@ func (m *Open) AppendTo(b []byte) ([]byte, error) {
 			// capabilities never come near.
 			return b[:start], fmt.Errorf("open: capabilities of %d bytes: %w", n, ErrTooBig)
 		}
-		b[caps-3], b[caps-1] = byte(n+2), byte(n)
+		b[caps-3], b[caps-1] = octet(n+2), octet(n)
 	}
 	return finishHeader(b, start)
 }
@@ -133,7 +133,7 @@ func DecodeOpen(body []byte) (*Open, error) {
 			// unknown: nothing the speaker needs.
 			continue
 		}
-		if err := m.Capabilities.parse(v, &asn); err != nil {
+		if err := m.parse(v, &asn); err != nil {
 			return nil, fmt.Errorf("open: %w", err)
 		}
 	}

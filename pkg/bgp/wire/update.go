@@ -223,7 +223,7 @@ func appendNLRIs(b []byte, nlri []NLRI, bits int, addPath bool) ([]byte, error) 
 		}
 		p := r.Prefix.Masked()
 		n := (p.Bits() + 7) / 8
-		b = append(b, byte(p.Bits()))
+		b = append(b, octet(p.Bits()))
 		if bits == 32 {
 			a := p.Addr().As4()
 			b = append(b, a[:n]...)

@@ -21,7 +21,7 @@ func hostRoutes(n int, v6 bool) []NLRI {
 		} else {
 			a = netip.AddrFrom4([4]byte{198, 18 + byte(i>>16&1), byte(i >> 8), byte(i)})
 		}
-		out[i] = NLRI{Prefix: netip.PrefixFrom(a, a.BitLen()), ID: uint32(i + 1)} //nolint:gosec // test counts
+		out[i] = NLRI{Prefix: netip.PrefixFrom(a, a.BitLen()), ID: uint32(i + 1)}
 	}
 	return out
 }
