@@ -25,7 +25,9 @@ type RouteRefresh struct {
 // caller's to ignore (RFC 2918 4).
 func DecodeRouteRefresh(body []byte) (RouteRefresh, error) {
 	if len(body) != 4 {
-		// RFC 7313 5: a ROUTE-REFRESH of another length is an error.
+		// RFC 7313 5 makes another length an error for the
+		// enhanced subtypes; a longer plain request carries ORF
+		// entries (RFC 5291), which the speaker never negotiates.
 		return RouteRefresh{}, fmt.Errorf("route refresh: %d bytes: %w", len(body), ErrLength)
 	}
 	return RouteRefresh{

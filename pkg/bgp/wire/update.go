@@ -131,6 +131,10 @@ type updateParts struct {
 	nlri       []NLRI // classic NLRI (IPv4 unicast)
 }
 
+// appendTo appends the UPDATE. MP_REACH_NLRI and MP_UNREACH_NLRI go
+// before the other attributes: RFC 7606 5.1 asks for them first, so that a
+// receiver can find the NLRI even when it must treat the other attributes
+// as withdrawn, which overrides RFC 4271's ascending order for them.
 func (u *updateParts) appendTo(b []byte) ([]byte, error) {
 	b, start := appendHeader(b, TypeUpdate)
 	bits := u.family.addrBits()
