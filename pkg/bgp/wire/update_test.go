@@ -311,3 +311,70 @@ func TestDecodeUpdate(t *testing.T) {
 		})
 	}
 }
+
+// TestPackerMatchesUpdate: a packed message is the Update of the same
+// routes, byte for byte, so that either may encode what the other does.
+func TestPackerMatchesUpdate(t *testing.T) {
+	attrs := &Attributes{ASPath: []uint32{65001}, Communities: []community.Community{1, 2}, HasLocalPref: true, LocalPref: 5}
+	for _, u := range []Update{
+		{Family: IPv4Unicast, NextHop: netip.MustParseAddr("198.18.0.1")},
+		{Family: IPv4Unicast, NextHop: netip.MustParseAddr("2001:db8::1"), Options: Options{AddPath: true}},
+		{Family: IPv6Unicast, NextHop: netip.MustParseAddr("2001:db8::1"), LinkLocalNextHop: netip.MustParseAddr("fe80::1")},
+		{Family: IPv6Unicast, NextHop: netip.MustParseAddr("2001:db8::1"), Options: Options{FourOctetAS: true, AddPath: true}},
+	} {
+		t.Run(fmt.Sprintf("%v-%v", u.Family, u.NextHop), func(t *testing.T) {
+			u.Attrs = attrs
+			u.Reach = hostRoutes(100, u.Family == IPv6Unicast)
+			want, err := u.AppendTo(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := NewPacker(u.Family, attrs, u.NextHop, u.LinkLocalNextHop, u.Options)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := p.Announce(nil, u.Reach)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Fatalf("packed\n %x\nUpdate\n %x", got, want)
+			}
+			w := Update{Family: u.Family, Withdrawn: u.Reach, Options: u.Options}
+			if want, err = w.AppendTo(nil); err != nil {
+				t.Fatal(err)
+			}
+			if got, err = AppendWithdraw(nil, u.Family, u.Reach, u.Options); err != nil || string(got) != string(want) {
+				t.Fatalf("withdrawn\n %x, %v\nUpdate\n %x", got, err, want)
+			}
+		})
+	}
+}
+
+// TestPackerAllocations: packing into a buffer with room allocates
+// nothing, which is what lets a speaker encode every peer's UPDATEs from
+// one path store without garbage per route.
+func TestPackerAllocations(t *testing.T) {
+	routes := hostRoutes(5000, true)
+	p, err := NewPacker(IPv6Unicast, &Attributes{ASPath: []uint32{65001}}, netip.MustParseAddr("2001:db8::1"),
+		netip.MustParseAddr("fe80::1"), Options{FourOctetAS: true, AddPath: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, err := p.Announce(nil, routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(10, func() {
+		if buf, err = p.Announce(buf[:0], routes); err != nil {
+			t.Fatal(err)
+		}
+		if buf, err = AppendWithdraw(buf[:0], IPv6Unicast, routes, Options{AddPath: true}); err != nil {
+			t.Fatal(err)
+		}
+		buf = AppendEndOfRIB(AppendKeepalive(buf[:0]), IPv6Unicast)
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations", allocs)
+	}
+}
