@@ -12,6 +12,14 @@
 // return an error wrapping one of the sentinel errors below for malformed
 // input; they never read out of range.
 //
+// Sending: Open.AppendTo, AppendKeepalive, Notification.AppendTo (Shutdown
+// for a Cease with a shutdown communication), Packer.Announce and
+// AppendWithdraw for many routes (as few UPDATEs as hold them),
+// Update.AppendTo for one message, AppendEndOfRIB. Reading: Split (one
+// message off a stream), DecodeOpen and Negotiate (what both OPENs agree
+// on, and the Options to encode with), DecodeUpdate, DecodeNotification,
+// DecodeRouteRefresh.
+//
 // Extended messages (RFC 8654) are not used: no message is longer than
 // MaxMessageLen, and the capability is never offered.
 package wire
