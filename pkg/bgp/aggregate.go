@@ -4,7 +4,6 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/osrg/gobgp/v4/pkg/server"
 )
 
 // aggregate is a covering prefix announced to one peer: its next hops are
@@ -14,7 +13,7 @@ type aggregate struct {
 	// want counts, per next hop, the host prefixes with that next hop that
 	// it covers (in Speaker.paths, sent to this peer with this aggregate).
 	want map[netip.Addr]int
-	// sent are the paths GoBGP has: next hop -> path identifier.
+	// sent are its paths: next hop -> path identifier.
 	sent map[netip.Addr]uint32
 }
 
@@ -57,27 +56,15 @@ type aggKey struct {
 	prefix netip.Prefix
 }
 
-// syncAggregate makes GoBGP's paths of one peer's aggregate equal to the
-// next hops it wants, when the speaker runs: new paths first, then
-// withdrawals. What failed stays different and is sent by the next sync of
-// the aggregate. The caller holds s.mu.
+// syncAggregate gives one peer's aggregate a path identifier for each next
+// hop it wants and drops those it no longer wants (sent: the paths the
+// aggregate has), and has the peer's session send what changed. The
+// caller holds s.mu.
 func (s *Speaker) syncAggregate(k aggKey) error {
 	a := s.aggs[k.peer][k.prefix]
-	if a == nil || s.servers == nil {
+	if a == nil {
 		return nil
 	}
-	if err := sendAggregate(s.servers[k.peer], k.prefix, a); err != nil {
-		return err
-	}
-	if len(a.want) == 0 && len(a.sent) == 0 {
-		delete(s.aggs[k.peer], k.prefix)
-	}
-	return nil
-}
-
-// sendAggregate sends srv what changed of aggregate a: new paths first,
-// in one call, then withdrawals, in another.
-func sendAggregate(srv *server.BgpServer, prefix netip.Prefix, a *aggregate) error {
 	used := make(map[uint32]bool, len(a.sent))
 	for _, id := range a.sent {
 		used[id] = true
@@ -87,32 +74,24 @@ func sendAggregate(srv *server.BgpServer, prefix netip.Prefix, a *aggregate) err
 		hops = append(hops, nh)
 	}
 	slices.SortFunc(hops, netip.Addr.Compare)
-	var add hopPaths
 	for _, nh := range hops {
 		if _, ok := a.sent[nh]; ok {
 			continue
 		}
 		id := pathID(nh, used)
 		used[id] = true
-		add = append(add, hopPath{nh, id})
+		a.sent[nh] = id
 	}
-	if err := addPaths(srv, prefix, add, a.attrs); err != nil {
-		return err
-	}
-	for _, h := range add {
-		a.sent[h.hop] = h.id
-	}
-	var gone hopPaths
-	for nh, id := range a.sent {
+	for nh := range a.sent {
 		if a.want[nh] <= 0 {
-			gone = append(gone, hopPath{nh, id})
+			delete(a.sent, nh)
 		}
 	}
-	if err := deletePaths(srv, prefix, gone); err != nil {
-		return err
+	if k.peer < len(s.peers) {
+		s.peers[k.peer].out.mark(k.prefix)
 	}
-	for _, h := range gone {
-		delete(a.sent, h.hop)
+	if len(a.want) == 0 && len(a.sent) == 0 {
+		delete(s.aggs[k.peer], k.prefix)
 	}
 	return nil
 }

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	api "github.com/osrg/gobgp/v4/api"
-	"github.com/osrg/gobgp/v4/pkg/server"
 
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/bfd"
 )
@@ -49,12 +47,12 @@ func (b *bfdSessions) sessions() []*bfd.Session {
 	return out
 }
 
-// runBFD starts peer i's BFD session with its router at router, which srv
-// has as the peer's neighbour, when the peer has BFD; a session with
+// runBFD starts peer i's BFD session with its router at router, which the
+// peer's session has as its neighbour, when the peer has BFD; a session with
 // another address ends first (AdminDown: the router there is not failing,
 // it is not this peer's any more). A no-op while the speaker is not
 // running. The caller holds s.mu.
-func (s *Speaker) runBFD(i int, srv *server.BgpServer, router netip.Addr) {
+func (s *Speaker) runBFD(i int, r *peerRun, router netip.Addr) {
 	b := s.bfd
 	if b == nil || s.cfg.Peers[i].BFD == nil {
 		return
@@ -69,7 +67,7 @@ func (s *Speaker) runBFD(i int, srv *server.BgpServer, router netip.Addr) {
 	}
 	ctx, stop := context.WithCancel(b.ctx)
 	done := make(chan struct{})
-	sess := s.startBFD(ctx, b.logger, i, srv, router)
+	sess := s.startBFD(ctx, b.logger, i, r, router)
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
@@ -86,18 +84,16 @@ func (s *Speaker) runBFD(i int, srv *server.BgpServer, router netip.Addr) {
 // not when the router took its BFD session down on purpose) the BGP
 // session is closed and dialed again, as when its hold timer expires,
 // instead of after the hold time (resetOnBFD).
-func (s *Speaker) startBFD(ctx context.Context, logger logr.Logger, i int, srv *server.BgpServer, router netip.Addr) *bfd.Session {
+func (s *Speaker) startBFD(ctx context.Context, logger logr.Logger, i int, r *peerRun, router netip.Addr) *bfd.Session {
 	p := s.cfg.Peers[i]
 	cfg := bfd.Config{Peer: router, Local: p.LocalAddress, Hops: p.MultihopTTL,
 		MinRx: p.BFD.ReceiveInterval, MinTx: p.BFD.TransmitInterval, Multiplier: p.BFD.Multiplier}
 	return bfd.New(cfg, logger.WithName("bfd"), func(ev bfd.Event) {
-		if !resetOnBFD(ev, bgpState(ctx, srv, router)) {
+		if !resetOnBFD(ev, r.stateAt(router)) {
 			return
 		}
 		logger.Info("BFD session failed: resetting the BGP session", "peer", router, "diagnostic", ev.Diagnostic)
-		if err := srv.ResetPeer(context.WithoutCancel(ctx), &api.ResetPeerRequest{Address: router.String(), Communication: "BFD down"}); err != nil {
-			logger.V(2).Info("BGP session not reset after BFD down", "peer", router, "err", err)
-		}
+		r.resetSession()
 	})
 }
 
@@ -113,19 +109,6 @@ func (s *Speaker) startBFD(ctx context.Context, logger logr.Logger, i int, srv *
 // on: the BGP session would never stay up.
 func resetOnBFD(ev bfd.Event, bgp string) bool {
 	return ev.From == bfd.Up && ev.To == bfd.Down && !ev.RemoteAdminDown && bgp == StateEstablished
-}
-
-// bgpState is the state of srv's session with peer, as PeerState has it;
-// "idle" when srv does not tell. A link-local peer's zone is its
-// interface, the server's only one: the address alone names it.
-func bgpState(ctx context.Context, srv *server.BgpServer, peer netip.Addr) string {
-	state := "idle"
-	_ = srv.ListPeer(context.WithoutCancel(ctx), &api.ListPeerRequest{Address: peer.String()}, func(p *api.Peer) {
-		if st, ok := peerState(p); ok && st.Address.WithZone("") == peer.WithZone("") {
-			state = st.State
-		}
-	})
-	return state
 }
 
 // routerDownWait bounds how long a stopping speaker waits after its Ceases

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	"github.com/go-logr/logr"
 	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
 
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/limits"
@@ -94,12 +94,9 @@ func TestDefaults(t *testing.T) {
 	if p.Port != 179 || p.HoldTime != 90*time.Second || p.RestartTime != 120*time.Second {
 		t.Errorf("defaults = %+v", p)
 	}
-	c := peerConfig(1, p, p.Address)
-	if c.Timers.Config.HoldTime != 90 || c.Timers.Config.KeepaliveInterval != 30 || c.Transport.RemotePort != 179 {
-		t.Errorf("GoBGP peer config = %v", c)
-	}
-	if c.GracefulRestart != nil || len(c.AfiSafis) != 1 || c.AfiSafis[0].AddPaths.Config.SendMax != limits.MaxNextHops {
-		t.Errorf("GoBGP peer config = %v", c)
+	c := newPeerRun(s, 0, logr.Discard(), p.Address).config(p.Address)
+	if c.HoldTime != 90*time.Second || c.Port != 179 || c.GracefulRestart || !c.AddPathSend || len(c.Families) != 1 || c.Families[0] != bgp.RF_IPv4_UC {
+		t.Errorf("session config = %+v", c)
 	}
 }
 
@@ -133,10 +130,9 @@ func TestTTLSecurity(t *testing.T) {
 		{Peer{Address: peer4, ASN: 2, TTLSecurity: true}, 255},
 		{Peer{Address: peer4, ASN: 2, TTLSecurity: true, MultihopTTL: 3}, 253},
 	} {
-		c := peerConfig(1, tc.peer, tc.peer.Address)
 		got := uint32(0)
-		if c.TtlSecurity != nil && c.TtlSecurity.Enabled {
-			got = c.TtlSecurity.TtlMin
+		if tc.peer.TTLSecurity {
+			got = ttlMin(tc.peer.MultihopTTL)
 		}
 		if got != tc.want {
 			t.Errorf("%+v: least TTL taken %d, want %d (0: off)", tc.peer, got, tc.want)
@@ -252,47 +248,15 @@ func TestLinkLocalPeerConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := peerConfig(1, p, lladdr.WithZone("eth1"))
-	if got := c.GetConf().GetNeighborAddress(); got != "fe80::1%eth1" {
-		t.Errorf("neighbor address %q, want fe80::1%%eth1", got)
+	s, err := New(Config{ASN: 1, RouterID: routerID, Peers: []Peer{p}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	var fams []string
-	for _, af := range c.GetAfiSafis() {
-		fams = append(fams, af.GetConfig().GetFamily().GetAfi().String())
-		if af.GetMpGracefulRestart() == nil || af.GetAddPaths().GetConfig().GetSendMax() == 0 {
-			t.Errorf("family %v lacks graceful restart or ADD-PATH", af.GetConfig().GetFamily())
-		}
+	c := newPeerRun(s, 0, logr.Discard(), lladdr.WithZone("eth1")).config(lladdr.WithZone("eth1"))
+	if c.Neighbor.String() != "fe80::1%eth1" {
+		t.Errorf("neighbor address %s, want fe80::1%%eth1", c.Neighbor)
 	}
-	if strings.Join(fams, " ") != "AFI_IP AFI_IP6" {
-		t.Errorf("families %v, want IPv4 and IPv6", fams)
+	if len(c.Families) != 2 || c.Families[0] != bgp.RF_IPv4_UC || c.Families[1] != bgp.RF_IPv6_UC || !c.ExtendedNextHop || !c.GracefulRestart || !c.AddPathSend {
+		t.Errorf("session config %+v: want IPv4 and IPv6 with extended next hops, graceful restart and ADD-PATH", c)
 	}
-	if got := globalFamilies(p); len(got) != 2 {
-		t.Errorf("global families %v, want two", got)
-	}
-	for _, tc := range []struct{ prefix, hop, want string }{
-		{"198.18.100.1/32", "198.18.30.11", "0.0.0.0"},
-		{"2001:db8:100::1/128", "2001:db8:30::11", "::"},
-	} {
-		paths, err := apiPaths(netip.MustParsePrefix(tc.prefix), hopPaths{{netip.MustParseAddr(tc.hop), 7}}, Attributes{nextHopSelf: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := nextHopOf(paths[0]); got != tc.want {
-			t.Errorf("%s: next hop %s, want %s", tc.prefix, got, tc.want)
-		}
-	}
-}
-
-// nextHopOf is the next hop of a GoBGP path: its NEXT_HOP, or its
-// MP_REACH_NLRI's.
-func nextHopOf(p *apiutil.Path) string {
-	for _, a := range p.Attrs {
-		switch a := a.(type) {
-		case *bgp.PathAttributeNextHop:
-			return a.Value.String()
-		case *bgp.PathAttributeMpReachNLRI:
-			return a.Nexthop.String()
-		}
-	}
-	return ""
 }

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	api "github.com/osrg/gobgp/v4/api"
-	"github.com/osrg/gobgp/v4/pkg/server"
 )
 
 // routerRetry is how often a peer on an interface looks for its router on
@@ -47,21 +45,21 @@ func (f routerFollower) step(cur netip.Addr) (netip.Addr, bool, error) {
 // followRouter runs peer i's routerFollower on srv, the peer at cur
 // (invalid: not added yet), every routerRetry until ctx ends or the speaker
 // stops. A peer with its router's address given has nothing to follow.
-func (s *Speaker) followRouter(ctx context.Context, logger logr.Logger, srv *server.BgpServer, i int, cur netip.Addr) {
+func (s *Speaker) followRouter(ctx context.Context, logger logr.Logger, r *peerRun, i int, cur netip.Addr) {
 	p := s.cfg.Peers[i]
 	if p.Address.IsValid() && cur.IsValid() {
 		return
 	}
 	f := routerFollower{
 		find:  p.neighbor,
-		state: func(a netip.Addr) string { return bgpState(ctx, srv, a) },
+		state: r.stateAt,
 		move: func(from, to netip.Addr) (netip.Addr, error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			if s.closing {
 				return from, nil
 			}
-			after, err := s.movePeer(ctx, srv, i, from, to)
+			after, err := s.movePeer(r, i, to)
 			if err != nil {
 				logger.Error(err, "BGP peer not moved to its link's router", "peer", p.Name, "from", from, "to", to)
 			}
@@ -94,18 +92,11 @@ func (s *Speaker) followRouter(ctx context.Context, logger logr.Logger, srv *ser
 	}
 }
 
-// movePeer deletes peer i from srv at from (invalid: not there) and adds it
-// at to, with its BFD session there; it returns the peer's address after.
-// The caller holds s.mu.
-func (s *Speaker) movePeer(ctx context.Context, srv *server.BgpServer, i int, from, to netip.Addr) (netip.Addr, error) {
-	if from.IsValid() {
-		if err := srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: from.String()}); err != nil {
-			return from, err
-		}
-	}
-	if err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(s.cfg.ASN, s.cfg.Peers[i], to)}); err != nil {
-		return netip.Addr{}, err
-	}
-	s.runBFD(i, srv, to)
+// movePeer has peer i's session dial its router at to, with its BFD
+// session there; it returns the peer's address after. The caller holds
+// s.mu.
+func (s *Speaker) movePeer(r *peerRun, i int, to netip.Addr) (netip.Addr, error) {
+	r.move(to)
+	s.runBFD(i, r, to)
 	return to, nil
 }

@@ -7,8 +7,6 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/osrg/gobgp/v4/pkg/apiutil"
-	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
 
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/limits"
 )
@@ -128,62 +126,6 @@ func pathID(nh netip.Addr, used map[uint32]bool) uint32 {
 	return id
 }
 
-// family is the GoBGP unicast family of an address.
-func family(a netip.Addr) bgp.Family {
-	if a.Is4() {
-		return bgp.RF_IPv4_UC
-	}
-	return bgp.RF_IPv6_UC
-}
-
-// apiPaths are the GoBGP paths of prefix, one per next hop with its path
-// identifier, each carrying attrs. Each next hop is its own path: distinct
-// identifiers keep GoBGP from treating a new next hop as an implicit
-// withdrawal of the previous one, and ADD-PATH sends them all. A locally
-// originated path keeps its given next hop also towards eBGP peers
-// (third-party next hop). The paths share one NLRI and one set of
-// attributes besides the next hop (and the link bandwidth community of
-// weighted ECMP), which GoBGP keeps as given: a prefix's paths cost GoBGP
-// one prefix, not one each.
-func apiPaths(prefix netip.Prefix, paths hopPaths, attrs Attributes) ([]*apiutil.Path, error) {
-	nlri, err := bgp.NewIPAddrPrefix(prefix)
-	if err != nil {
-		return nil, fmt.Errorf("encode prefix %s: %w", prefix, err)
-	}
-	shared := attrs.native()
-	fam := family(prefix.Addr())
-	out := make([]*apiutil.Path, 0, len(paths))
-	for _, h := range paths {
-		nh := h.hop
-		if attrs.nextHopSelf {
-			// GoBGP puts the session's own address in place of an
-			// unspecified next hop: on a link-local session an IPv6
-			// link-local address, for IPv4 prefixes too (RFC 8950).
-			nh = unspecified(prefix.Addr())
-		}
-		var hop bgp.PathAttributeInterface
-		if nh.Is4() {
-			hop, err = bgp.NewPathAttributeNextHop(nh)
-		} else {
-			hop, err = bgp.NewPathAttributeMpReachNLRI(fam, []bgp.PathNLRI{{NLRI: nlri}}, nh)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("encode next hop %s: %w", h.hop, err)
-		}
-		pa := append(slices.Clip(shared), hop)
-		if lb, ok := attrs.linkBandwidth(h.hop); ok {
-			pa = append(pa, lb)
-		}
-		out = append(out, &apiutil.Path{
-			Family:   fam,
-			Nlri:     nlri,
-			Attrs:    pa,
-			RemoteID: h.id,
-		})
-	}
-	return out, nil
-}
-
 // unspecified is the unspecified address of a's family.
 func unspecified(a netip.Addr) netip.Addr {
 	if a.Is4() {
@@ -192,25 +134,3 @@ func unspecified(a netip.Addr) netip.Addr {
 	return netip.IPv6Unspecified()
 }
 
-// native are the attributes that are set, ORIGIN (IGP) first.
-func (a Attributes) native() []bgp.PathAttributeInterface {
-	out := []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(bgp.BGP_ORIGIN_ATTR_TYPE_IGP)}
-	if len(a.Communities.Standard) > 0 {
-		cs := make([]uint32, len(a.Communities.Standard))
-		for i, c := range a.Communities.Standard {
-			cs[i] = uint32(c)
-		}
-		out = append(out, bgp.NewPathAttributeCommunities(cs))
-	}
-	if len(a.Communities.Large) > 0 {
-		ls := make([]*bgp.LargeCommunity, len(a.Communities.Large))
-		for i, l := range a.Communities.Large {
-			ls[i] = bgp.NewLargeCommunity(l.Global, l.Local1, l.Local2)
-		}
-		out = append(out, bgp.NewPathAttributeLargeCommunities(ls))
-	}
-	if a.LocalPref != 0 {
-		out = append(out, bgp.NewPathAttributeLocalPref(a.LocalPref))
-	}
-	return out
-}

@@ -10,15 +10,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	api "github.com/osrg/gobgp/v4/api"
-	"github.com/osrg/gobgp/v4/pkg/apiutil"
-	"github.com/osrg/gobgp/v4/pkg/config/oc"
-	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
-	"github.com/osrg/gobgp/v4/pkg/server"
 	"k8s.io/klog/v2"
 
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
-	"github.com/metal-ccm/metal-ccm/pkg/bgp/limits"
 )
 
 // grDeferral is how long a restarting speaker waits for the router's
@@ -52,11 +46,14 @@ type Speaker struct {
 	aggs []map[netip.Prefix]*aggregate
 	// aggRetry are the aggregates whose last sync failed.
 	aggRetry map[aggKey]bool
-	// servers, while running, has one GoBGP server per peer (by index in
-	// cfg.Peers): GoBGP's graceful-restart state is per server, and a
-	// shared one would let the first peer to finish the restart end it
-	// for the others (whose routers would then flush the kept routes).
-	servers []*server.BgpServer
+	// peers, while running, has the session of each peer (by index in
+	// cfg.Peers), each sending from the paths above: the speaker keeps
+	// every path once, whatever the number of peers.
+	peers []*peerRun
+	// gens count, by host prefix, the changes of its paths' attributes
+	// (SetCommunities, SetWeights): a peer whose router has the paths of
+	// another generation is sent them all again.
+	gens map[netip.Prefix]uint32
 	// bfd, while running, has the peers' BFD sessions.
 	bfd     *bfdSessions
 	started bool
@@ -113,6 +110,7 @@ func New(cfg Config) (*Speaker, error) {
 		paths:    map[netip.Prefix]prefixPaths{},
 		extra:    map[netip.Prefix]community.Set{},
 		weights:  map[netip.Prefix]map[netip.Addr]int{},
+		gens:     map[netip.Prefix]uint32{},
 		aggs:     make([]map[netip.Prefix]*aggregate, len(c.Peers)),
 		aggRetry: map[aggKey]bool{},
 		stop:     make(chan struct{}),
@@ -151,13 +149,8 @@ func (s *Speaker) Start(ctx context.Context) error {
 	s.mu.Lock()
 	s.bfd = bfdRunning
 	s.mu.Unlock()
-	servers, err := s.startServers(ctx, watchCtx, logger)
-	if err != nil {
-		s.mu.Lock()
-		s.bfd, s.closing = nil, true
-		s.mu.Unlock()
-		return err
-	}
+	runCtx, stopPeers := context.WithCancel(context.WithoutCancel(ctx))
+	peers := s.startPeers(runCtx, watchCtx, logger)
 	logger.Info("BGP speaker started", "asn", s.cfg.ASN, "routerID", s.cfg.RouterID, "peers", len(s.cfg.Peers))
 
 	select {
@@ -166,9 +159,19 @@ func (s *Speaker) Start(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	sessions := s.bfd.sessions()
-	s.servers, s.bfd, s.closing = nil, nil, true
+	s.peers, s.bfd, s.closing = nil, nil, true
 	s.mu.Unlock()
-	stopAll(servers)
+	// Each session ends with a Cease, so the routers withdraw the
+	// speaker's routes at once.
+	for _, r := range peers {
+		r.mu.Lock()
+		r.cease = true
+		r.mu.Unlock()
+	}
+	stopPeers()
+	for _, r := range peers {
+		<-r.done
+	}
 	// After the Ceases, once the routers have closed their BGP sessions:
 	// the BFD sessions end with AdminDown (waitRouterDown).
 	waitRouterDown(sessions, routerDownWait)
@@ -178,85 +181,43 @@ func (s *Speaker) Start(ctx context.Context) error {
 	return nil
 }
 
-// startServers starts one GoBGP server per peer, each with the paths of its
-// peer's family added before the peer.
-func (s *Speaker) startServers(ctx, watchCtx context.Context, logger logr.Logger) ([]*server.BgpServer, error) {
+// startPeers starts the session of each peer: a peer on an interface
+// once its router is found there (followRouter), with its BFD session.
+func (s *Speaker) startPeers(ctx, watchCtx context.Context, logger logr.Logger) []*peerRun {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	servers := make([]*server.BgpServer, 0, len(s.cfg.Peers))
+	peers := make([]*peerRun, len(s.cfg.Peers))
 	for i, p := range s.cfg.Peers {
-		srv, err := s.startServer(ctx, watchCtx, logger, i)
-		if err != nil {
-			stopAll(servers)
-			return nil, fmt.Errorf("bgp start: peer %s: %w", p.Address, err)
-		}
-		servers = append(servers, srv)
-	}
-	s.servers = servers
-	return servers, nil
-}
-
-func (s *Speaker) startServer(ctx, watchCtx context.Context, logger logr.Logger, i int) (*server.BgpServer, error) {
-	p := s.cfg.Peers[i]
-	srv := server.NewBgpServer(server.LoggerOption(newGoBGPLogger(logger), nil))
-	go srv.Serve()
-	err := srv.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{
-		Asn:        s.cfg.ASN,
-		RouterId:   s.cfg.RouterID.String(),
-		ListenPort: -1, // dial only: no listener, no privileges
-		// The peer's family only: GoBGP v4 makes two sharded tables for
-		// every family it is given, and about 10 MB of them when given none
-		// (it then takes all).
-		Families: globalFamilies(p),
-	}})
-	if err != nil {
-		return nil, err
-	}
-	err = func() error {
-		for prefix, pp := range s.paths {
-			attrs, ok := s.hostAttrs(i, prefix)
-			if !ok {
-				continue
-			}
-			if err := addPaths(srv, prefix, pp.paths(), attrs); err != nil {
-				return err
-			}
-		}
-		for prefix, a := range s.aggs[i] {
-			if err := sendAggregate(srv, prefix, a); err != nil {
-				return err
-			}
-		}
-		if err := srv.WatchEvent(watchCtx, server.WatchEventMessageCallbacks{OnPeerUpdate: peerStateLogger(logger)}, server.WatchPeer()); err != nil {
-			return fmt.Errorf("watch session state: %w", err)
-		}
 		if p.Interface != "" {
 			// Before the session: a router that learns its unnumbered
 			// neighbours from Router Advertisements refuses it until then.
 			go advertiseSelf(watchCtx, logger, p.Interface)
 		}
 		nb, err := p.neighbor()
+		r := newPeerRun(s, i, logger, nb)
+		peers[i] = r
+		go r.run(ctx)
 		if err != nil {
 			// The router may not have advertised itself yet: the
 			// session starts once it has.
 			logger.Info("BGP peer's router not found on its link yet: looking again", "peer", p.Name, "interface", p.Interface, "err", err)
-			go s.followRouter(watchCtx, logger, srv, i, netip.Addr{})
-			return nil
+			go s.followRouter(watchCtx, logger, r, i, netip.Addr{})
+			continue
 		}
-		if err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(s.cfg.ASN, p, nb)}); err != nil {
-			return fmt.Errorf("add peer: %w", err)
-		}
-		s.runBFD(i, srv, nb)
+		s.runBFD(i, r, nb)
 		if p.Interface != "" {
-			go s.followRouter(watchCtx, logger, srv, i, nb)
+			go s.followRouter(watchCtx, logger, r, i, nb)
 		}
-		return nil
-	}()
-	if err != nil {
-		srv.Stop()
-		return nil, err
 	}
-	return srv, nil
+	s.peers = peers
+	return peers
+}
+
+// mark has every running peer look at prefix again. The caller holds s.mu.
+func (s *Speaker) mark(prefix netip.Prefix) {
+	for _, r := range s.peers {
+		r.out.mark(prefix)
+	}
 }
 
 // neighbor is the router's address as GoBGP takes it: Address, or for a
@@ -273,19 +234,6 @@ func (p Peer) neighbor() (netip.Addr, error) {
 		}
 	}
 	return a.WithZone(p.Interface), nil
-}
-
-// stopAll stops GoBGP servers, each closing its session with a Cease.
-func stopAll(servers []*server.BgpServer) {
-	var wg sync.WaitGroup
-	for _, srv := range servers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			srv.Stop()
-		}()
-	}
-	wg.Wait()
 }
 
 // Stop closes the sessions and makes Start return; it waits for that. It is
@@ -368,11 +316,6 @@ func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []
 		add = append(add, hopPath{nh, id})
 	}
 	if len(add) > 0 {
-		if err := s.eachHostServer(prefix, func(srv *server.BgpServer, attrs Attributes) error {
-			return addPaths(srv, prefix, add, attrs)
-		}); err != nil {
-			return fmt.Errorf("bgp set paths: %w", err)
-		}
 		for _, h := range add {
 			at, _ := cur.find(h.hop)
 			cur = slices.Insert(cur, at, h)
@@ -387,11 +330,6 @@ func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []
 		}
 	}
 	if len(gone) > 0 {
-		if err := s.eachHostServer(prefix, func(srv *server.BgpServer, _ Attributes) error {
-			return deletePaths(srv, prefix, gone)
-		}); err != nil {
-			return fmt.Errorf("bgp set paths: %w", err)
-		}
 		cur = slices.DeleteFunc(cur, func(h hopPath) bool {
 			_, in := slices.BinarySearchFunc(hops, h.hop, netip.Addr.Compare)
 			return !in
@@ -402,8 +340,11 @@ func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []
 		withdrawn = len(gone)
 	}
 	if added+withdrawn > 0 {
+		s.mark(prefix)
+	}
+	if added+withdrawn > 0 {
 		klog.FromContext(ctx).V(2).Info("BGP paths changed", "prefix", prefix, "nextHops", hops,
-			"added", added, "withdrawn", withdrawn, "running", s.servers != nil)
+			"added", added, "withdrawn", withdrawn, "running", s.peers != nil)
 	}
 	return nil
 }
@@ -422,59 +363,8 @@ func (s *Speaker) SetCommunities(ctx context.Context, prefix netip.Prefix, c com
 	} else {
 		s.extra[prefix] = c
 	}
-	// A path added again with its identifier replaces the one GoBGP has.
-	return s.eachHostServer(prefix, func(srv *server.BgpServer, attrs Attributes) error {
-		if err := addPaths(srv, prefix, s.paths[prefix].paths(), attrs); err != nil {
-			return fmt.Errorf("bgp set communities: %w", err)
-		}
-		return nil
-	})
-}
-
-// eachHostServer calls fn with each running server whose peer gets prefix
-// as a host route, and the attributes of its paths there; the caller holds
-// s.mu. Adding and withdrawing are idempotent in GoBGP, so a retry after a
-// partial failure is safe.
-func (s *Speaker) eachHostServer(prefix netip.Prefix, fn func(*server.BgpServer, Attributes) error) error {
-	for i, srv := range s.servers {
-		attrs, ok := s.hostAttrs(i, prefix)
-		if !ok {
-			continue
-		}
-		if err := fn(srv, attrs); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// addPaths sends srv the paths of prefix, in one call.
-func addPaths(srv *server.BgpServer, prefix netip.Prefix, paths hopPaths, attrs Attributes) error {
-	if len(paths) == 0 {
-		return nil
-	}
-	ps, err := apiPaths(prefix, paths, attrs)
-	if err != nil {
-		return err
-	}
-	if _, err := srv.AddPath(apiutil.AddPathRequest{Paths: ps}); err != nil {
-		return fmt.Errorf("add %d paths of %s: %w", len(ps), prefix, err)
-	}
-	return nil
-}
-
-// deletePaths withdraws the paths of prefix from srv, in one call.
-func deletePaths(srv *server.BgpServer, prefix netip.Prefix, paths hopPaths) error {
-	if len(paths) == 0 {
-		return nil
-	}
-	ps, err := apiPaths(prefix, paths, Attributes{})
-	if err != nil {
-		return err
-	}
-	if err := srv.DeletePath(apiutil.DeletePathRequest{Paths: ps}); err != nil {
-		return fmt.Errorf("withdraw %d paths of %s: %w", len(ps), prefix, err)
-	}
+	s.gens[prefix]++
+	s.mark(prefix)
 	return nil
 }
 
@@ -502,18 +392,16 @@ func (s *Speaker) PrefixCount() int {
 // order of Config.Peers; "idle" when the speaker is not running.
 func (s *Speaker) PeerStates() []PeerState {
 	s.mu.Lock()
-	servers, sessions := s.servers, s.bfd.sessions()
+	peers, sessions := s.peers, s.bfd.sessions()
 	s.mu.Unlock()
 	out := make([]PeerState, len(s.cfg.Peers))
 	for i, p := range s.cfg.Peers {
 		st := PeerState{Address: p.Address, State: "idle"}
-		if i < len(servers) {
-			// One peer per server.
-			_ = servers[i].ListPeer(context.Background(), &api.ListPeerRequest{}, func(ap *api.Peer) {
-				if got, ok := peerState(ap); ok {
-					st = got
-				}
-			})
+		if i < len(peers) {
+			st = peers[i].peerState()
+			if !st.Address.IsValid() {
+				st.Address = p.Address
+			}
 		}
 		st.Name, st.Interface = p.Name, p.Interface
 		if i < len(sessions) {
@@ -522,139 +410,6 @@ func (s *Speaker) PeerStates() []PeerState {
 		out[i] = st
 	}
 	return out
-}
-
-// peerState reads the state of a GoBGP peer.
-func peerState(p *api.Peer) (PeerState, bool) {
-	if p.GetState() == nil {
-		return PeerState{}, false
-	}
-	addr, err := netip.ParseAddr(p.GetState().GetNeighborAddress())
-	if err != nil {
-		addr, err = netip.ParseAddr(p.GetConf().GetNeighborAddress())
-		if err != nil {
-			return PeerState{}, false
-		}
-	}
-	st := PeerState{Address: addr, State: sessionStates[p.GetState().GetSessionState()]}
-	if st.State == "" {
-		st.State = "idle"
-	}
-	if up := p.GetTimers().GetState().GetUptime(); st.State == StateEstablished && up != nil {
-		st.Uptime = time.Since(up.AsTime())
-	}
-	return st, true
-}
-
-// sessionStates are the names of the session states GoBGP's API reports, as
-// PeerState has them.
-var sessionStates = map[api.PeerState_SessionState]string{
-	api.PeerState_SESSION_STATE_IDLE:        "idle",
-	api.PeerState_SESSION_STATE_CONNECT:     "connect",
-	api.PeerState_SESSION_STATE_ACTIVE:      "active",
-	api.PeerState_SESSION_STATE_OPENSENT:    "opensent",
-	api.PeerState_SESSION_STATE_OPENCONFIRM: "openconfirm",
-	api.PeerState_SESSION_STATE_ESTABLISHED: StateEstablished,
-}
-
-// fsmStates are the names of GoBGP's FSM states, as PeerState has them.
-var fsmStates = map[bgp.FSMState]string{
-	bgp.BGP_FSM_IDLE:        "idle",
-	bgp.BGP_FSM_CONNECT:     "connect",
-	bgp.BGP_FSM_ACTIVE:      "active",
-	bgp.BGP_FSM_OPENSENT:    "opensent",
-	bgp.BGP_FSM_OPENCONFIRM: "openconfirm",
-	bgp.BGP_FSM_ESTABLISHED: StateEstablished,
-}
-
-// peerStateLogger logs session changes: reaching and leaving established at
-// info level, the rest at V(4).
-func peerStateLogger(logger logr.Logger) func(*apiutil.WatchEventMessage_PeerEvent, time.Time) {
-	last := map[netip.Addr]string{}
-	var mu sync.Mutex
-	return func(ev *apiutil.WatchEventMessage_PeerEvent, _ time.Time) {
-		if ev.Type != apiutil.PEER_EVENT_STATE {
-			return
-		}
-		addr := ev.Peer.State.NeighborAddress
-		if !addr.IsValid() {
-			addr = ev.Peer.Conf.NeighborAddress
-		}
-		state, ok := fsmStates[ev.Peer.State.SessionState]
-		if !ok {
-			state = "idle"
-		}
-		mu.Lock()
-		prev := last[addr]
-		last[addr] = state
-		mu.Unlock()
-		if prev == state {
-			return
-		}
-		l := logger.V(4)
-		if state == StateEstablished || prev == StateEstablished {
-			l = logger
-		}
-		l.Info("BGP session state changed", "peer", addr, "state", state, "previous", prev)
-	}
-}
-
-// peerConfig is GoBGP's configuration of p: the unicast family of its
-// address only, ADD-PATH send, and graceful restart when asked for.
-func peerConfig(localASN uint32, p Peer, neighbor netip.Addr) *api.Peer {
-	hold := uint64(p.HoldTime / time.Second) //nolint:gosec // withDefaults: 0, or 3s to 65535s
-	var afs []*api.AfiSafi
-	for _, f := range apiFamilies(p) {
-		afs = append(afs, &api.AfiSafi{
-			Config:   &api.AfiSafiConfig{Family: f, Enabled: true},
-			AddPaths: &api.AddPaths{Config: &api.AddPathsConfig{SendMax: limits.MaxNextHops}},
-		})
-	}
-	peer := &api.Peer{
-		Conf: &api.PeerConf{
-			NeighborAddress: neighbor.String(),
-			PeerAsn:         p.ASN,
-			LocalAsn:        localASN,
-			AuthPassword:    p.Password,
-		},
-		Timers: &api.Timers{Config: &api.TimersConfig{
-			HoldTime:          hold,
-			KeepaliveInterval: max(hold/3, 1),
-			ConnectRetry:      uint64(connectRetry / time.Second),
-			// After a reset (BFD down, startBFD) dial again soon, not
-			// after GoBGP's 30 s: the path may be back already.
-			IdleHoldTimeAfterReset: uint64(idleAfterReset / time.Second),
-		}},
-		Transport: &api.Transport{RemotePort: uint32(p.Port)},
-		AfiSafis:  afs,
-	}
-	if p.LocalAddress.IsValid() {
-		peer.Transport.LocalAddress = p.LocalAddress.String()
-	}
-	if p.MultihopTTL > 0 {
-		peer.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(p.MultihopTTL)}
-	}
-	if p.TTLSecurity {
-		peer.TtlSecurity = &api.TtlSecurity{Enabled: true, TtlMin: ttlMin(p.MultihopTTL)}
-	}
-	if p.GracefulRestart {
-		// Every start counts as a restart (the speaker cannot tell): the
-		// OPEN says so and that forwarding was kept, so a router that
-		// holds the routes of the previous session keeps them until this
-		// session's End-of-RIB, instead of flushing them when it comes up.
-		// GoBGP then sends its routes once the router's End-of-RIB came,
-		// or after the deferral time.
-		peer.GracefulRestart = &api.GracefulRestart{
-			Enabled:         true,
-			RestartTime:     uint32(p.RestartTime / time.Second), //nolint:gosec // withDefaults: at most 4095s
-			LocalRestarting: true,
-			DeferralTime:    uint32(grDeferral / time.Second),
-		}
-		for _, af := range afs {
-			af.MpGracefulRestart = &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}
-		}
-	}
-	return peer
 }
 
 // ttlMin is the least TTL GTSM takes from a router hops away (0: directly
@@ -672,30 +427,3 @@ func peerIs4(p Peer) []bool {
 	return []bool{p.Address.Is4()}
 }
 
-// apiFamilies are the unicast families of p's session in GoBGP's
-// configuration API.
-func apiFamilies(p Peer) []*api.Family {
-	var out []*api.Family
-	for _, is4 := range peerIs4(p) {
-		if is4 {
-			out = append(out, &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST})
-		} else {
-			out = append(out, &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST})
-		}
-	}
-	return out
-}
-
-// globalFamilies are the unicast families of p's session as GoBGP's
-// global configuration numbers them.
-func globalFamilies(p Peer) []uint32 {
-	var out []uint32
-	for _, is4 := range peerIs4(p) {
-		t := oc.AFI_SAFI_TYPE_IPV6_UNICAST
-		if is4 {
-			t = oc.AFI_SAFI_TYPE_IPV4_UNICAST
-		}
-		out = append(out, uint32(oc.AfiSafiTypeToIntMap[t])) //nolint:gosec // GoBGP's small enumeration
-	}
-	return out
-}

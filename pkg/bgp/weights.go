@@ -2,15 +2,11 @@ package bgp
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"net/netip"
 
-	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
-	"github.com/osrg/gobgp/v4/pkg/server"
 	"k8s.io/klog/v2"
 
-	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
 )
 
 // SetWeights makes weights the ready endpoints behind each next hop of host
@@ -28,36 +24,39 @@ func (s *Speaker) SetWeights(ctx context.Context, prefix netip.Prefix, weights m
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	before := s.weights[prefix]
-	if maps.Equal(before, weights) {
+	// A next hop that non-empty weights leave out keeps its weight until
+	// SetPaths withdraws its path (resend).
+	stored, cloned := weights, false
+	if len(weights) > 0 {
+		for _, h := range s.paths[prefix].hops {
+			if _, in := weights[h]; !in && before[h] > 0 {
+				if !cloned {
+					stored, cloned = maps.Clone(weights), true
+				}
+				stored[h] = before[h]
+			}
+		}
+	}
+	if maps.Equal(before, stored) {
 		return nil
 	}
-	if len(weights) == 0 {
+	if len(stored) == 0 {
 		delete(s.weights, prefix)
 	} else {
-		s.weights[prefix] = weights
+		s.weights[prefix] = stored
 	}
-	var changed hopPaths
-	for _, h := range s.paths[prefix].paths() {
-		if resend(before, weights, h.hop) {
-			changed = append(changed, h)
+	changed := 0
+	for _, h := range s.paths[prefix].hops {
+		if before[h] != stored[h] {
+			changed++
 		}
 	}
-	if len(changed) == 0 {
+	if changed == 0 {
 		return nil
 	}
-	klog.FromContext(ctx).V(2).Info("BGP path weights changed", "prefix", prefix, "endpoints", weights, "paths", len(changed))
-	err := s.eachHostServer(prefix, func(srv *server.BgpServer, attrs Attributes) error {
-		return addPaths(srv, prefix, changed, attrs)
-	})
-	if err != nil {
-		// Kept as before, so that the caller's retry sends them again.
-		if len(before) == 0 {
-			delete(s.weights, prefix)
-		} else {
-			s.weights[prefix] = before
-		}
-		return fmt.Errorf("bgp set weights: %w", err)
-	}
+	klog.FromContext(ctx).V(2).Info("BGP path weights changed", "prefix", prefix, "endpoints", weights, "paths", changed)
+	s.gens[prefix]++
+	s.mark(prefix)
 	return nil
 }
 
@@ -72,18 +71,3 @@ func resend(before, after map[netip.Addr]int, hop netip.Addr) bool {
 	return before[hop] != w && (w > 0 || len(after) == 0)
 }
 
-// linkBandwidth is the link bandwidth community of the path to hop, when
-// its prefix has weights and hop has endpoints.
-func (a Attributes) linkBandwidth(hop netip.Addr) (bgp.PathAttributeInterface, bool) {
-	n := a.weights[hop]
-	if n <= 0 {
-		return nil, false
-	}
-	b := community.ForEndpoints(a.asn, n).Bytes()
-	ec, err := bgp.ParseExtended(b[:])
-	if err != nil {
-		// Only if GoBGP stopped reading the community it sends.
-		return nil, false
-	}
-	return bgp.NewPathAttributeExtendedCommunities([]bgp.ExtendedCommunityInterface{ec}), true
-}

@@ -141,6 +141,19 @@ func (s *Session) Send(msgs ...*bgp.BGPMessage) error {
 	return nil
 }
 
+// SendRaw writes b, whole messages already encoded for the session.
+func (s *Session) SendRaw(b []byte) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if _, err := s.w.Write(b); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	if err := s.w.Flush(); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	return nil
+}
+
 // Run keeps the session until it ends: keepalives every third of the hold
 // time, the hold timer on what the router sends, and the router's
 // messages to h. It returns why the session ended (ctx's error once ctx
