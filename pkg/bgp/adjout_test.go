@@ -4,7 +4,6 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
-
 )
 
 // TestDiff: what a peer's router is sent for a prefix, from what it has

@@ -3,7 +3,6 @@ package bgp
 import (
 	"net/netip"
 	"slices"
-
 )
 
 // aggregate is a covering prefix announced to one peer: its next hops are

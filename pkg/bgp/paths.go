@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"slices"
 
-
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/limits"
 )
 
@@ -133,4 +132,3 @@ func unspecified(a netip.Addr) netip.Addr {
 	}
 	return netip.IPv6Unspecified()
 }
-

@@ -426,4 +426,3 @@ func peerIs4(p Peer) []bool {
 	}
 	return []bool{p.Address.Is4()}
 }
-

@@ -6,7 +6,6 @@ import (
 	"net/netip"
 
 	"k8s.io/klog/v2"
-
 )
 
 // SetWeights makes weights the ready endpoints behind each next hop of host
@@ -70,4 +69,3 @@ func resend(before, after map[netip.Addr]int, hop netip.Addr) bool {
 	w := after[hop]
 	return before[hop] != w && (w > 0 || len(after) == 0)
 }
-
