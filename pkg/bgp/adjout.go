@@ -18,6 +18,7 @@ type adjOut struct {
 	mu    sync.Mutex
 	dirty map[netip.Prefix]struct{}
 	all   bool          // every prefix, after the session came up or a route refresh
+	clear bool          // with all: the router has nothing (a route refresh asked for everything)
 	kick  chan struct{} // cap 1: something is marked
 
 	sent map[netip.Prefix]sentPaths
@@ -44,14 +45,6 @@ func (o *adjOut) mark(prefix netip.Prefix) {
 	o.poke()
 }
 
-// markAll has the sender send every prefix again, as to a new session.
-func (o *adjOut) markAll() {
-	o.mu.Lock()
-	o.all = true
-	o.mu.Unlock()
-	o.poke()
-}
-
 func (o *adjOut) poke() {
 	select {
 	case o.kick <- struct{}{}:
@@ -59,12 +52,25 @@ func (o *adjOut) poke() {
 	}
 }
 
-// take returns the marked prefixes and whether all are, and clears them.
+// resendAll has the sender send every path again, as asked by a route
+// refresh: what the router was sent counts for nothing.
+func (o *adjOut) resendAll() {
+	o.mu.Lock()
+	o.all, o.clear = true, true
+	o.mu.Unlock()
+	o.poke()
+}
+
+// take returns the marked prefixes and whether all are, and clears them;
+// it forgets what was sent when a route refresh asked.
 func (o *adjOut) take() (map[netip.Prefix]struct{}, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	d, all := o.dirty, o.all
-	o.dirty, o.all = map[netip.Prefix]struct{}{}, false
+	if o.clear {
+		o.sent = map[netip.Prefix]sentPaths{}
+	}
+	o.dirty, o.all, o.clear = map[netip.Prefix]struct{}{}, false, false
 	return d, all
 }
 

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
 
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/limits"
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/wire"
 )
 
 var (
@@ -95,7 +95,7 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("defaults = %+v", p)
 	}
 	c := newPeerRun(s, 0, logr.Discard(), p.Address).config(p.Address)
-	if c.HoldTime != 90*time.Second || c.Port != 179 || c.GracefulRestart || !c.AddPathSend || len(c.Families) != 1 || c.Families[0] != bgp.RF_IPv4_UC {
+	if c.HoldTime != 90*time.Second || c.Port != 179 || c.GracefulRestart || !c.AddPathSend || len(c.Families) != 1 || c.Families[0] != wire.IPv4Unicast {
 		t.Errorf("session config = %+v", c)
 	}
 }
@@ -256,7 +256,7 @@ func TestLinkLocalPeerConfig(t *testing.T) {
 	if c.Neighbor.String() != "fe80::1%eth1" {
 		t.Errorf("neighbor address %s, want fe80::1%%eth1", c.Neighbor)
 	}
-	if len(c.Families) != 2 || c.Families[0] != bgp.RF_IPv4_UC || c.Families[1] != bgp.RF_IPv6_UC || !c.ExtendedNextHop || !c.GracefulRestart || !c.AddPathSend {
+	if len(c.Families) != 2 || c.Families[0] != wire.IPv4Unicast || c.Families[1] != wire.IPv6Unicast || !c.ExtendedNextHop || !c.GracefulRestart || !c.AddPathSend {
 		t.Errorf("session config %+v: want IPv4 and IPv6 with extended next hops, graceful restart and ADD-PATH", c)
 	}
 }

@@ -124,11 +124,3 @@ func pathID(nh netip.Addr, used map[uint32]bool) uint32 {
 	}
 	return id
 }
-
-// unspecified is the unspecified address of a's family.
-func unspecified(a netip.Addr) netip.Addr {
-	if a.Is4() {
-		return netip.IPv4Unspecified()
-	}
-	return netip.IPv6Unspecified()
-}

@@ -8,9 +8,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
-
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/session"
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/wire"
 )
 
 // peerRun keeps the session with one peer (its index in cfg.Peers): it
@@ -51,9 +50,9 @@ func (r *peerRun) config(neighbor netip.Addr) session.Config {
 	}
 	for _, is4 := range peerIs4(p) {
 		if is4 {
-			c.Families = append(c.Families, bgp.RF_IPv4_UC)
+			c.Families = append(c.Families, wire.IPv4Unicast)
 		} else {
-			c.Families = append(c.Families, bgp.RF_IPv6_UC)
+			c.Families = append(c.Families, wire.IPv6Unicast)
 		}
 	}
 	return c
@@ -109,12 +108,11 @@ func (r *peerRun) established(ctx context.Context, nb netip.Addr, sess *session.
 	r.sess, r.state, r.upSince, r.reset = sess, StateEstablished, time.Now(), false
 	r.mu.Unlock()
 	r.logger.Info("BGP session state changed", "peer", nb, "state", StateEstablished)
-	r.out.sent = map[netip.Prefix]sentPaths{}
-	r.out.markAll()
+	r.out.resendAll() // a new session: the router has nothing of it yet
 	sctx, cancel := context.WithCancelCause(ctx)
 	sendErr := make(chan error, 1)
 	go func() { sendErr <- r.send(sctx, sess) }()
-	err := sess.Run(sctx, session.Handlers{RouteRefresh: func(bgp.Family) { r.out.markAll() }})
+	err := sess.Run(sctx, session.Handlers{RouteRefresh: func(wire.Family) { r.out.resendAll() }})
 	cancel(err)
 	if serr := <-sendErr; serr != nil && !errors.Is(serr, context.Canceled) && err == nil {
 		err = serr

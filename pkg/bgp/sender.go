@@ -8,7 +8,6 @@ import (
 
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/session"
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/wire"
-	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
 )
 
 // flushChunk is how many prefixes a flush takes under the speaker's lock
@@ -77,8 +76,8 @@ func (s *Speaker) flush(i int, o *adjOut, sess *session.Session, eor bool) error
 			}
 		}
 		for fi := range 2 {
-			wf, f := wireFamily(fi)
-			if buf, err = wire.AppendWithdraw(buf, wf, wd[fi], wire.Options{FourOctetAS: neg.FourOctetAS, AddPath: neg.AddPath[f]}); err != nil {
+			wf := wireFamily(fi)
+			if buf, err = wire.AppendWithdraw(buf, wf, wd[fi], neg.Options(wf)); err != nil {
 				return fmt.Errorf("encode withdrawals: %w", err)
 			}
 		}
@@ -91,7 +90,7 @@ func (s *Speaker) flush(i int, o *adjOut, sess *session.Session, eor bool) error
 	}
 	if eor {
 		for fi := range 2 {
-			if wf, f := wireFamily(fi); neg.Has(f) {
+			if wf := wireFamily(fi); neg.Has(wf) {
 				buf = wire.AppendEndOfRIB(buf, wf)
 			}
 		}
@@ -109,8 +108,8 @@ func (s *Speaker) encodeAnnouncements(buf []byte, sess *session.Session, peerASN
 		return buf, nil
 	}
 	neg := sess.Negotiated()
-	wf, f := wireFamily(fi)
-	opts := wire.Options{FourOctetAS: neg.FourOctetAS, AddPath: neg.AddPath[f]}
+	wf := wireFamily(fi)
+	opts := neg.Options(wf)
 	slices.SortStableFunc(ann, func(a, b announcement) int { return compareKeys(a.key, b.key) })
 	for len(ann) > 0 {
 		k := 1
@@ -154,21 +153,21 @@ func compareKeys(a, b groupKey) int {
 	return a.endpoints - b.endpoints
 }
 
-// familyIndex is prefix's family: its index in a flush (0 IPv4, 1 IPv6)
-// and its GoBGP family.
-func familyIndex(p netip.Prefix) (int, bgp.Family) {
+// familyIndex is prefix's family: its index in a flush (0 IPv4, 1 IPv6),
+// and the family.
+func familyIndex(p netip.Prefix) (int, wire.Family) {
 	if p.Addr().Is4() {
-		return 0, bgp.RF_IPv4_UC
+		return 0, wire.IPv4Unicast
 	}
-	return 1, bgp.RF_IPv6_UC
+	return 1, wire.IPv6Unicast
 }
 
-// wireFamily is the family of index fi, in wire's and GoBGP's terms.
-func wireFamily(fi int) (wire.Family, bgp.Family) {
+// wireFamily is the family of index fi.
+func wireFamily(fi int) wire.Family {
 	if fi == 0 {
-		return wire.IPv4Unicast, bgp.RF_IPv4_UC
+		return wire.IPv4Unicast
 	}
-	return wire.IPv6Unicast, bgp.RF_IPv6_UC
+	return wire.IPv6Unicast
 }
 
 // selfHop is the next hop of a path sent as from the session's own address

@@ -15,10 +15,6 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
 )
 
-// grDeferral is how long a restarting speaker waits for the router's
-// End-of-RIB before it sends its routes anyway.
-const grDeferral = 10 * time.Second
-
 // connectRetry is how often a speaker re-dials a peer it has no session
 // with (GoBGP waits between one and two times this).
 const connectRetry = 5 * time.Second

@@ -6,7 +6,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/wire"
 )
 
 // DefaultPort is BGP's TCP port.
@@ -39,9 +39,9 @@ type Config struct {
 	// packets that arrive with at least 256 less the hops (MultihopTTL,
 	// else 1).
 	TTLSecurity bool
-	// Families are the unicast families offered: bgp.RF_IPv4_UC and
-	// bgp.RF_IPv6_UC.
-	Families []bgp.Family
+	// Families are the unicast families offered: wire.IPv4Unicast and
+	// wire.IPv6Unicast.
+	Families []wire.Family
 	// ExtendedNextHop offers IPv4 unicast with IPv6 next hops (RFC 8950),
 	// which a session between link-local addresses needs for IPv4.
 	ExtendedNextHop bool
@@ -96,7 +96,7 @@ func (c *Config) validate() error {
 		errs = append(errs, errors.New("no family"))
 	}
 	for _, f := range c.Families {
-		if f != bgp.RF_IPv4_UC && f != bgp.RF_IPv6_UC {
+		if f != wire.IPv4Unicast && f != wire.IPv6Unicast {
 			errs = append(errs, fmt.Errorf("family %s: only IPv4 and IPv6 unicast", f))
 		}
 	}
@@ -113,9 +113,9 @@ type Negotiated struct {
 	// FourOctetAS: both sides have 4-octet AS numbers.
 	FourOctetAS bool
 	// Families are the families both offered.
-	Families []bgp.Family
+	Families []wire.Family
 	// AddPath are the families the speaker sends several paths of.
-	AddPath map[bgp.Family]bool
+	AddPath map[wire.Family]bool
 	// ExtendedNextHop: IPv4 unicast may carry IPv6 next hops.
 	ExtendedNextHop bool
 	// GracefulRestart: the router offered graceful restart (it keeps the
@@ -125,8 +125,13 @@ type Negotiated struct {
 	RouterID netip.Addr
 }
 
+// Options are the encoding options of family f on the session.
+func (n Negotiated) Options(f wire.Family) wire.Options {
+	return wire.Options{FourOctetAS: n.FourOctetAS, AddPath: n.AddPath[f]}
+}
+
 // Has reports whether the session carries family f.
-func (n Negotiated) Has(f bgp.Family) bool {
+func (n Negotiated) Has(f wire.Family) bool {
 	for _, g := range n.Families {
 		if g == f {
 			return true

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/wire"
 )
 
 // openWait bounds the OPEN exchange: RFC 4271's large hold time before
@@ -23,7 +23,6 @@ const openWait = 30 * time.Second
 type Session struct {
 	conn net.Conn
 	neg  Negotiated
-	opts *bgp.MarshallingOption
 
 	wmu sync.Mutex // serializes writes
 	w   *bufio.Writer
@@ -34,9 +33,9 @@ type Session struct {
 // keepalives; nil ones are not called.
 type Handlers struct {
 	// EndOfRIB: the router's End-of-RIB of family f.
-	EndOfRIB func(f bgp.Family)
+	EndOfRIB func(f wire.Family)
 	// RouteRefresh: the router asks for every path of family f again.
-	RouteRefresh func(f bgp.Family)
+	RouteRefresh func(f wire.Family)
 }
 
 // Establish connects to the router and exchanges OPENs and keepalives:
@@ -51,8 +50,7 @@ func Establish(ctx context.Context, c Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{conn: conn, w: bufio.NewWriterSize(conn, 64<<10), r: bufio.NewReaderSize(conn, 16<<10),
-		opts: &bgp.MarshallingOption{}}
+	s := &Session{conn: conn, w: bufio.NewWriterSize(conn, 64<<10), r: bufio.NewReaderSize(conn, 16<<10)}
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	if err := s.open(&c); err != nil {
@@ -69,48 +67,45 @@ func Establish(ctx context.Context, c Config) (*Session, error) {
 // open runs the OPEN exchange on a new connection.
 func (s *Session) open(c *Config) error {
 	_ = s.conn.SetDeadline(time.Now().Add(openWait))
-	open, err := openMessage(c)
+	local := openMessage(c)
+	b, err := local.AppendTo(nil)
 	if err != nil {
 		return fmt.Errorf("encode OPEN: %w", err)
 	}
-	if err := s.Send(open); err != nil {
+	if err := s.SendRaw(b); err != nil {
 		return err
 	}
-	m, err := s.read()
+	t, body, err := s.read()
 	if err != nil {
 		return err
 	}
-	body, ok := m.Body.(*bgp.BGPOpen)
-	if !ok {
-		s.notify(bgp.BGP_ERROR_FSM_ERROR, 0)
-		return fmt.Errorf("%w: message type %d before the OPEN", ErrOpen, m.Header.Type)
+	if t != wire.TypeOpen {
+		s.notify(wire.ErrCodeFSM, 0)
+		return fmt.Errorf("%w: %s before the OPEN", ErrOpen, t)
 	}
-	neg, err := negotiate(c, body)
+	peer, err := wire.DecodeOpen(body)
+	if err != nil {
+		s.notify(wire.ErrCodeOpen, 0)
+		return fmt.Errorf("%w: %w", ErrOpen, err)
+	}
+	neg, err := negotiate(c, local, peer)
 	if err != nil {
 		var oe *openError
 		if errors.As(err, &oe) {
-			s.notify(bgp.BGP_ERROR_OPEN_MESSAGE_ERROR, oe.subcode)
+			s.notify(wire.ErrCodeOpen, oe.subcode)
 		}
 		return fmt.Errorf("%w: %w", ErrOpen, err)
 	}
 	s.neg = neg
-	s.opts.Use2ByteAS = !neg.FourOctetAS
-	s.opts.AddPath = map[bgp.Family]bgp.BGPAddPathMode{}
-	for f, on := range neg.AddPath {
-		if on {
-			s.opts.AddPath[f] = bgp.BGP_ADD_PATH_SEND
-		}
-	}
-	if err := s.Send(bgp.NewBGPKeepAliveMessage()); err != nil {
+	if err := s.SendRaw(wire.AppendKeepalive(nil)); err != nil {
 		return err
 	}
-	m, err = s.read()
-	if err != nil {
+	if t, _, err = s.read(); err != nil {
 		return err
 	}
-	if m.Header.Type != bgp.BGP_MSG_KEEPALIVE {
-		s.notify(bgp.BGP_ERROR_FSM_ERROR, 0)
-		return fmt.Errorf("%w: message type %d instead of the KEEPALIVE", ErrOpen, m.Header.Type)
+	if t != wire.TypeKeepalive {
+		s.notify(wire.ErrCodeFSM, 0)
+		return fmt.Errorf("%w: %s instead of the KEEPALIVE", ErrOpen, t)
 	}
 	return nil
 }
@@ -121,27 +116,8 @@ func (s *Session) Negotiated() Negotiated { return s.neg }
 // LocalAddress is the session's own address (zoned on a link-local one).
 func (s *Session) LocalAddress() net.Addr { return s.conn.LocalAddr() }
 
-// Send writes msgs, encoded for the session (ADD-PATH, 2- or 4-octet AS
-// numbers), in order.
-func (s *Session) Send(msgs ...*bgp.BGPMessage) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	for _, m := range msgs {
-		b, err := m.Serialize(s.opts)
-		if err != nil {
-			return fmt.Errorf("encode message type %d: %w", m.Header.Type, err)
-		}
-		if _, err := s.w.Write(b); err != nil {
-			return fmt.Errorf("send: %w", err)
-		}
-	}
-	if err := s.w.Flush(); err != nil {
-		return fmt.Errorf("send: %w", err)
-	}
-	return nil
-}
-
-// SendRaw writes b, whole messages already encoded for the session.
+// SendRaw writes b, whole messages already encoded for the session
+// (Negotiated.Options).
 func (s *Session) SendRaw(b []byte) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -171,7 +147,7 @@ func (s *Session) Run(ctx context.Context, h Handlers) error {
 				case <-ctx.Done():
 					return
 				case <-t.C:
-					if err := s.Send(bgp.NewBGPKeepAliveMessage()); err != nil {
+					if err := s.SendRaw(wire.AppendKeepalive(nil)); err != nil {
 						cancel(err)
 						_ = s.conn.SetReadDeadline(time.Unix(1, 0))
 						return
@@ -186,91 +162,80 @@ func (s *Session) Run(ctx context.Context, h Handlers) error {
 		if hold > 0 {
 			_ = s.conn.SetReadDeadline(time.Now().Add(hold))
 		}
-		m, err := s.read()
+		t, body, err := s.read()
 		if err != nil {
 			if cause := context.Cause(ctx); cause != nil {
 				return cause
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
-				s.notify(bgp.BGP_ERROR_HOLD_TIMER_EXPIRED, 0)
+				s.notify(wire.ErrCodeHoldTimer, 0)
 				return ErrHoldTimer
 			}
 			return err
 		}
-		switch b := m.Body.(type) {
-		case *bgp.BGPUpdate:
-			if f, eor := endOfRIB(b); eor && h.EndOfRIB != nil {
-				h.EndOfRIB(f)
+		switch t {
+		case wire.TypeUpdate:
+			u, err := wire.DecodeUpdate(body, nil) // the speaker offered to receive no path identifiers
+			if err != nil {
+				s.notify(wire.ErrCodeUpdate, 0)
+				return fmt.Errorf("UPDATE from the router: %w", err)
 			}
-		case *bgp.BGPRouteRefresh:
-			if h.RouteRefresh != nil {
-				h.RouteRefresh(bgp.NewFamily(b.AFI, b.SAFI))
+			if u.EndOfRIB && h.EndOfRIB != nil {
+				h.EndOfRIB(u.Family)
 			}
-		case *bgp.BGPKeepAlive:
+		case wire.TypeRouteRefresh:
+			rr, err := wire.DecodeRouteRefresh(body)
+			if err == nil && h.RouteRefresh != nil {
+				h.RouteRefresh(rr.Family)
+			}
+		case wire.TypeKeepalive:
 		default:
-			s.notify(bgp.BGP_ERROR_FSM_ERROR, 0)
-			return fmt.Errorf("%w: message type %d on an established session", ErrOpen, m.Header.Type)
+			s.notify(wire.ErrCodeFSM, 0)
+			return fmt.Errorf("%w: %s on an established session", ErrOpen, t)
 		}
 	}
 }
 
-// endOfRIB reports whether u is an End-of-RIB marker, and of which family.
-func endOfRIB(u *bgp.BGPUpdate) (bgp.Family, bool) {
-	if len(u.WithdrawnRoutes) == 0 && len(u.PathAttributes) == 0 && len(u.NLRI) == 0 {
-		return bgp.RF_IPv4_UC, true
+// read reads one message: its type and body. The router's NOTIFICATION
+// is an error (ErrNotification); so is a header the speaker cannot read,
+// which it answers with a NOTIFICATION.
+func (s *Session) read() (wire.Type, []byte, error) {
+	var head [wire.HeaderLen]byte
+	if _, err := io.ReadFull(s.r, head[:]); err != nil {
+		return 0, nil, fmt.Errorf("receive: %w", err)
 	}
-	if len(u.WithdrawnRoutes) == 0 && len(u.NLRI) == 0 && len(u.PathAttributes) == 1 {
-		if un, ok := u.PathAttributes[0].(*bgp.PathAttributeMpUnreachNLRI); ok && len(un.Value) == 0 {
-			return bgp.NewFamily(un.AFI, un.SAFI), true
-		}
-	}
-	return 0, false
-}
-
-// read reads one message. The router's NOTIFICATION is an error
-// (ErrNotification); so is a message the speaker cannot decode, which it
-// answers with a NOTIFICATION.
-func (s *Session) read() (*bgp.BGPMessage, error) {
-	head := make([]byte, bgp.BGP_HEADER_LENGTH)
-	if _, err := io.ReadFull(s.r, head); err != nil {
-		return nil, fmt.Errorf("receive: %w", err)
-	}
-	var h bgp.BGPHeader
-	if err := h.DecodeFromBytes(head); err != nil {
-		s.notify(bgp.BGP_ERROR_MESSAGE_HEADER_ERROR, 0)
-		return nil, fmt.Errorf("decode message header: %w", err)
-	}
-	if h.Len < bgp.BGP_HEADER_LENGTH || h.Len > bgp.BGP_MAX_MESSAGE_LENGTH {
-		s.notify(bgp.BGP_ERROR_MESSAGE_HEADER_ERROR, bgp.BGP_ERROR_SUB_BAD_MESSAGE_LENGTH)
-		return nil, fmt.Errorf("message length %d", h.Len)
-	}
-	body := make([]byte, int(h.Len)-bgp.BGP_HEADER_LENGTH)
-	if _, err := io.ReadFull(s.r, body); err != nil {
-		return nil, fmt.Errorf("receive: %w", err)
-	}
-	m, err := bgp.ParseBGPBody(&h, body)
+	h, err := wire.ParseHeader(head[:])
 	if err != nil {
-		s.notify(bgp.BGP_ERROR_UPDATE_MESSAGE_ERROR, 0)
-		return nil, fmt.Errorf("decode message type %d: %w", h.Type, err)
+		s.notify(wire.ErrCodeHeader, 0)
+		return 0, nil, fmt.Errorf("message from the router: %w", err)
 	}
-	if n, ok := m.Body.(*bgp.BGPNotification); ok {
-		return nil, fmt.Errorf("%w: code %d, subcode %d", ErrNotification, n.ErrorCode, n.ErrorSubcode)
+	body := make([]byte, h.Len-wire.HeaderLen)
+	if _, err := io.ReadFull(s.r, body); err != nil {
+		return 0, nil, fmt.Errorf("receive: %w", err)
 	}
-	return m, nil
+	if h.Type == wire.TypeNotification {
+		n, err := wire.DecodeNotification(body)
+		if err != nil {
+			return 0, nil, fmt.Errorf("%w: %w", ErrNotification, err)
+		}
+		return 0, nil, fmt.Errorf("%w: %s", ErrNotification, n)
+	}
+	return h.Type, body, nil
 }
 
 // notify sends a NOTIFICATION, best effort: the session ends after it.
 func (s *Session) notify(code, subcode uint8) {
 	_ = s.conn.SetWriteDeadline(time.Now().Add(time.Second))
-	_ = s.Send(bgp.NewBGPNotificationMessage(code, subcode, nil))
+	m := wire.Notification{Code: code, Subcode: subcode}
+	_ = s.SendRaw(m.AppendTo(nil))
 }
 
 // Cease ends the session with a Cease NOTIFICATION (administrative
 // shutdown), so that the router withdraws the speaker's routes at once,
 // and closes the connection.
 func (s *Session) Cease() {
-	s.notify(bgp.BGP_ERROR_CEASE, bgp.BGP_ERROR_SUB_ADMINISTRATIVE_SHUTDOWN)
+	s.notify(wire.ErrCodeCease, wire.CeaseAdministrativeShutdown)
 	_ = s.conn.Close()
 }
 

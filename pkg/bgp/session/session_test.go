@@ -9,8 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
-
+	"github.com/metal-ccm/metal-ccm/pkg/bgp/wire"
 	"github.com/metal-ccm/metal-ccm/test/netlab"
 )
 
@@ -26,30 +25,23 @@ func labVIP(f netlab.Family) netip.Prefix {
 }
 
 // update is an UPDATE announcing prefix with next hop nh and path
-// identifier id, from an eBGP speaker of AS asn.
-func update(t *testing.T, asn uint32, prefix netip.Prefix, nh netip.Addr, id uint32) *bgp.BGPMessage {
+// identifier id, from an eBGP speaker of AS asn, encoded for sess.
+func update(t *testing.T, sess *Session, asn uint32, prefix netip.Prefix, nh netip.Addr, id uint32) []byte {
 	t.Helper()
-	nlri, err := bgp.NewIPAddrPrefix(prefix)
+	f := wire.IPv4Unicast
+	if prefix.Addr().Is6() {
+		f = wire.IPv6Unicast
+	}
+	attrs := wire.Attributes{Origin: wire.OriginIGP, ASPath: []uint32{asn}}
+	p, err := wire.NewPacker(f, &attrs, nh, netip.Addr{}, sess.Negotiated().Options(f))
 	if err != nil {
 		t.Fatal(err)
 	}
-	attrs := []bgp.PathAttributeInterface{
-		bgp.NewPathAttributeOrigin(bgp.BGP_ORIGIN_ATTR_TYPE_IGP),
-		bgp.NewPathAttributeAsPath([]bgp.AsPathParamInterface{bgp.NewAs4PathParam(bgp.BGP_ASPATH_ATTR_TYPE_SEQ, []uint32{asn})}),
-	}
-	p := []bgp.PathNLRI{{NLRI: nlri, ID: id}}
-	if prefix.Addr().Is4() {
-		hop, err := bgp.NewPathAttributeNextHop(nh)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return bgp.NewBGPUpdateMessage(nil, append(attrs, hop), p)
-	}
-	reach, err := bgp.NewPathAttributeMpReachNLRI(bgp.RF_IPv6_UC, p, nh)
+	b, err := p.Announce(nil, []wire.NLRI{{Prefix: prefix, ID: id}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bgp.NewBGPUpdateMessage(nil, append(attrs, reach), nil)
+	return wire.AppendEndOfRIB(b, f)
 }
 
 // TestSessionWithRouters: against BIRD and FRR, per family, a session
@@ -64,15 +56,15 @@ func TestSessionWithRouters(t *testing.T) {
 				t.Run(fmt.Sprintf("IPv%d", f), func(t *testing.T) {
 					ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 					defer cancel()
-					fam := bgp.RF_IPv4_UC
+					fam := wire.IPv4Unicast
 					if f == netlab.IPv6 {
-						fam = bgp.RF_IPv6_UC
+						fam = wire.IPv6Unicast
 					}
 					s, err := Establish(ctx, Config{
 						LocalASN: lab.Opts.SpeakerASN, PeerASN: lab.Opts.RouterASN,
 						RouterID: netlab.SpeakerAddr(netlab.IPv4, 0), Neighbor: netlab.RouterAddr(f),
 						LocalAddress: netlab.SpeakerAddr(f, 0), HoldTime: 9 * time.Second, Password: lab.Opts.Password,
-						Families: []bgp.Family{fam}, AddPathSend: true, GracefulRestart: true, RestartTime: 120 * time.Second,
+						Families: []wire.Family{fam}, AddPathSend: true, GracefulRestart: true, RestartTime: 120 * time.Second,
 					})
 					if err != nil {
 						t.Fatal(err)
@@ -82,14 +74,14 @@ func TestSessionWithRouters(t *testing.T) {
 						t.Errorf("negotiated %+v: want %s with ADD-PATH send, 4-octet AS, graceful restart, hold 9s", n, fam)
 					}
 					var mu sync.Mutex
-					eor := map[bgp.Family]bool{}
+					eor := map[wire.Family]bool{}
 					runCtx, stopRun := context.WithCancel(ctx)
 					ran := make(chan error, 1)
 					go func() {
-						ran <- s.Run(runCtx, Handlers{EndOfRIB: func(g bgp.Family) { mu.Lock(); eor[g] = true; mu.Unlock() }})
+						ran <- s.Run(runCtx, Handlers{EndOfRIB: func(g wire.Family) { mu.Lock(); eor[g] = true; mu.Unlock() }})
 					}()
 					vip, hop := labVIP(f), netlab.NodeAddr(f, 0)
-					if err := s.Send(update(t, lab.Opts.SpeakerASN, vip, hop, 7), bgp.NewEndOfRib(fam)); err != nil {
+					if err := s.SendRaw(update(t, s, lab.Opts.SpeakerASN, vip, hop, 7)); err != nil {
 						t.Fatal(err)
 					}
 					if err := lab.WaitRoute(ctx, vip, []netip.Addr{hop}); err != nil {
