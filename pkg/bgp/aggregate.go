@@ -59,10 +59,10 @@ type aggKey struct {
 // hop it wants and drops those it no longer wants (sent: the paths the
 // aggregate has), and has the peer's session send what changed. The
 // caller holds s.mu.
-func (s *Speaker) syncAggregate(k aggKey) error {
+func (s *Speaker) syncAggregate(k aggKey) {
 	a := s.aggs[k.peer][k.prefix]
 	if a == nil {
-		return nil
+		return
 	}
 	used := make(map[uint32]bool, len(a.sent))
 	for _, id := range a.sent {
@@ -92,5 +92,4 @@ func (s *Speaker) syncAggregate(k aggKey) error {
 	if len(a.want) == 0 && len(a.sent) == 0 {
 		delete(s.aggs[k.peer], k.prefix)
 	}
-	return nil
 }

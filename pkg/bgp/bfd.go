@@ -100,13 +100,11 @@ func (s *Speaker) startBFD(ctx context.Context, logger logr.Logger, i int, r *pe
 // resetOnBFD reports whether a BFD event resets the BGP session, in state
 // bgp: only a failure of an Up session (not the router's AdminDown), and
 // only while the BGP session is established. A BGP session that is not
-// established has nothing to reset, and GoBGP's reset is a Cease
-// NOTIFICATION that only an established session sends: asked for in any
-// other state, it waits and closes the next session as soon as that is
-// established. With a router that makes a new BFD session (with a new
-// discriminator) for each BGP session, as BIRD does, that next close takes
-// the BFD session down again, whose reset closes the session after, and so
-// on: the BGP session would never stay up.
+// established has nothing to reset; were a reset asked for then to close
+// the next session as soon as it is established, a router that makes a new
+// BFD session (with a new discriminator) for each BGP session, as BIRD
+// does, would take that BFD session down again, whose reset would close
+// the session after, and so on: the BGP session would never stay up.
 func resetOnBFD(ev bfd.Event, bgp string) bool {
 	return ev.From == bfd.Up && ev.To == bfd.Down && !ev.RemoteAdminDown && bgp == StateEstablished
 }

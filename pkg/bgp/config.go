@@ -1,8 +1,10 @@
-// Package bgp is the embedded BGP speaker: GoBGP as a library, announcing
-// host routes (/32, /128) with third-party next hops — one path per next hop,
-// sent with ADD-PATH, so that the router installs an ECMP route over the
-// nodes. The speaker only dials out (it never listens), so it needs no
-// privileges.
+// Package bgp is the embedded BGP speaker, announcing host routes (/32,
+// /128) with third-party next hops — one path per next hop, sent with
+// ADD-PATH, so that the router installs an ECMP route over the nodes. It
+// keeps every path once, whatever the number of peers: each peer's session
+// (pkg/bgp/session, on the wire codec of pkg/bgp/wire) is sent from that
+// one store, and keeps only which path identifiers its router has. The
+// speaker only dials out (it never listens), so it needs no privileges.
 package bgp
 
 import (

@@ -101,13 +101,11 @@ func (h hopPaths) find(nh netip.Addr) (int, bool) {
 // or a hash of the IPv6 address; stable for the same address, and moved on
 // past the identifiers in use for the prefix (and 0).
 //
-// GoBGP keys its own table by this identifier (a path with the same one
-// replaces the earlier path), but it is not the ADD-PATH identifier on the
-// wire: GoBGP gives each path of a prefix its own, the lowest free one,
-// never reused after a locally originated path is withdrawn, and its API
-// takes none (v3, and v4 up to v4.8). Identifiers on the wire therefore
-// drift across withdrawals and restarts; docs/deploy.md ("Stopping") says
-// why the speaker closes its sessions with a Cease when it can instead.
+// It is the ADD-PATH identifier on the wire: the same next hop goes out
+// under the same identifier after a withdrawal and across a restart, so a
+// restarted speaker's paths replace those its router kept (graceful
+// restart), and only the next hops it no longer has are left for the
+// End-of-RIB to remove.
 func pathID(nh netip.Addr, used map[uint32]bool) uint32 {
 	var id uint32
 	if nh.Is4() {

@@ -11,8 +11,8 @@ import (
 type Attributes struct {
 	// Communities are its standard and large communities.
 	Communities community.Set
-	// LocalPref is its LOCAL_PREF; 0 sends none (GoBGP then sends iBGP
-	// peers its default, 100). GoBGP never sends it to eBGP peers.
+	// LocalPref is its LOCAL_PREF to iBGP peers; 0 sends the default, 100.
+	// It is never sent to eBGP peers (RFC 4271 5.1.5).
 	LocalPref uint32
 
 	// weights and asn, set by the speaker for a host prefix with

@@ -15,8 +15,8 @@ import (
 	"github.com/metal-ccm/metal-ccm/pkg/bgp/community"
 )
 
-// connectRetry is how often a speaker re-dials a peer it has no session
-// with (GoBGP waits between one and two times this).
+// connectRetry is how long a speaker waits before it dials again a peer
+// whose session failed or ended (the first dial is at once).
 const connectRetry = 5 * time.Second
 
 // idleAfterReset is how long a session reset by the speaker (its BFD
@@ -40,8 +40,6 @@ type Speaker struct {
 	// aggs are, by peer index, the aggregates the policy sends that peer;
 	// nil for a peer without any.
 	aggs []map[netip.Prefix]*aggregate
-	// aggRetry are the aggregates whose last sync failed.
-	aggRetry map[aggKey]bool
 	// peers, while running, has the session of each peer (by index in
 	// cfg.Peers), each sending from the paths above: the speaker keeps
 	// every path once, whatever the number of peers.
@@ -108,7 +106,6 @@ func New(cfg Config) (*Speaker, error) {
 		weights:  map[netip.Prefix]map[netip.Addr]int{},
 		gens:     map[netip.Prefix]uint32{},
 		aggs:     make([]map[netip.Prefix]*aggregate, len(c.Peers)),
-		aggRetry: map[aggKey]bool{},
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}, nil
@@ -216,7 +213,7 @@ func (s *Speaker) mark(prefix netip.Prefix) {
 	}
 }
 
-// neighbor is the router's address as GoBGP takes it: Address, or for a
+// neighbor is the router's address as the session dials it: Address, or for a
 // peer on an interface the router's link-local address there, zoned.
 func (p Peer) neighbor() (netip.Addr, error) {
 	if p.Interface == "" {
@@ -253,7 +250,7 @@ func (s *Speaker) Stop() {
 // must not modify it afterwards. It sends only what changed, new paths before
 // withdrawals; an empty set withdraws the prefix. Before Start it only
 // records the set. Each peer gets the prefixes of its own family.
-func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []netip.Addr) (retErr error) {
+func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []netip.Addr) error {
 	hops, err := checkPaths(prefix, nextHops)
 	if err != nil {
 		return fmt.Errorf("bgp set paths: %w", err)
@@ -262,29 +259,16 @@ func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []
 	defer s.mu.Unlock()
 	cur := s.paths[prefix].paths()
 	var added, withdrawn int
-	// The aggregates whose next hops changed are sent last, also when a
-	// host path failed: they follow cur, which follows GoBGP. Those whose
-	// last sync failed are sent again with them (the caller retries a call
-	// that failed).
+	// The aggregates whose next hops changed are synced last: they follow
+	// cur.
 	var aggsChanged []aggKey
 	defer func() {
-		for k := range s.aggRetry {
-			aggsChanged = append(aggsChanged, k)
-		}
 		for _, k := range aggsChanged {
-			err := s.syncAggregate(k)
-			if err == nil {
-				delete(s.aggRetry, k)
-				continue
-			}
-			s.aggRetry[k] = true
-			if retErr == nil {
-				retErr = fmt.Errorf("bgp set paths: %w", err)
-			}
+			s.syncAggregate(k)
 		}
 	}()
-	// cur follows what GoBGP has, also when a call fails half way; it is
-	// stored before the aggregates are sent (deferred calls run last first).
+	// cur is stored before the aggregates are synced (deferred calls run
+	// last first).
 	defer func() {
 		if len(cur) == 0 {
 			delete(s.paths, prefix)
@@ -292,9 +276,8 @@ func (s *Speaker) SetPaths(ctx context.Context, prefix netip.Prefix, nextHops []
 			s.paths[prefix] = keep(cur, hops)
 		}
 	}()
-	// New paths first, in one call per server, then the withdrawals. A
-	// call that fails leaves cur as it was: GoBGP may have taken part of
-	// it, and taking it again (the caller retries) is harmless.
+	// The peers' senders send what changed: new paths first, then the
+	// withdrawals.
 	var add hopPaths
 	var used map[uint32]bool // the identifiers in cur, made when first needed
 	for _, nh := range hops {

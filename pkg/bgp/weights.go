@@ -13,10 +13,10 @@ import (
 // bandwidth community in proportion (community.ForEndpoints), so that a
 // router that honours it spreads the prefix's traffic over its next hops by
 // endpoints, not evenly. None (nil) sends the paths without. The paths whose
-// weight changed are sent again (a path added again with its identifier
-// replaces the one GoBGP has), the others are left alone (also one that
-// weights leave out: see below), and a failed call leaves the weights as
-// they were for the caller's retry; weights of next
+// weight changed are sent again (a path sent again with its identifier
+// replaces the one the router has; the peers' senders send every path of
+// the prefix again), and a next hop the new weights leave out keeps its
+// weight until its path is withdrawn (see resend); weights of next
 // hops the prefix has no path to wait for SetPaths. The speaker may keep
 // weights: the caller must not modify it afterwards.
 func (s *Speaker) SetWeights(ctx context.Context, prefix netip.Prefix, weights map[netip.Addr]int) error {

@@ -3,10 +3,7 @@
 // UDP port 3784, packets sent and taken only with TTL 255) and multihop
 // (RFC 5883, port 4784). It has no echo function and no authentication.
 //
-// GoBGP has a BFD of its own, but it listens on the wildcard address, one
-// listener per GoBGP server: the speaker runs a server per peer, and a
-// second listener on the same port would take the first one's packets. Here
-// one listener per local address and port serves every session of the
+// One listener per local address and port serves every session of the
 // process, and the sessions are found by discriminator or peer address.
 //
 // It needs no privileges: the ports are above 1023, and setting the TTL of
