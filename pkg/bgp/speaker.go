@@ -100,14 +100,14 @@ func New(cfg Config) (*Speaker, error) {
 		return nil, err
 	}
 	return &Speaker{
-		cfg:      c,
-		paths:    map[netip.Prefix]prefixPaths{},
-		extra:    map[netip.Prefix]community.Set{},
-		weights:  map[netip.Prefix]map[netip.Addr]int{},
-		gens:     map[netip.Prefix]uint32{},
-		aggs:     make([]map[netip.Prefix]*aggregate, len(c.Peers)),
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
+		cfg:     c,
+		paths:   map[netip.Prefix]prefixPaths{},
+		extra:   map[netip.Prefix]community.Set{},
+		weights: map[netip.Prefix]map[netip.Addr]int{},
+		gens:    map[netip.Prefix]uint32{},
+		aggs:    make([]map[netip.Prefix]*aggregate, len(c.Peers)),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
 	}, nil
 }
 
