@@ -89,8 +89,8 @@ type Options struct {
 	// they are not next hops of any announcement.
 	SteadyNotReady bool
 	// Peers is the number of BGP peers the CCM has (default 1): with the
-	// router lab, one session from each of that many speaker addresses to
-	// the router, so that GoBGP keeps a table and sends every path per peer.
+	// router lab, sessions with the router's two addresses, the others
+	// closed ports (cloudConfig): the memory and work of each peer.
 	Peers int
 	// HealthNodes is the size of the node health checks scenario, and
 	// HealthIdle how long each of its two replicas is watched.

@@ -176,8 +176,8 @@ func (e *env) clients() error {
 // router lab, the first is the router and the second its second address (a
 // session of its own, on netlab.SecondRouterPort); any more, and every peer
 // without the lab, are closed ports on 127.0.0.1, so that the speaker and
-// the announcer still do all their work (GoBGP keeps a table per peer,
-// session or not; only the paths it has sent are missing).
+// the announcer still do all their work (only a peer's sent state, and
+// the sending, are missing without a session).
 func (e *env) cloudConfig() (string, error) {
 	var peers strings.Builder
 	for i := range e.o.Peers {

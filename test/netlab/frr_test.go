@@ -191,8 +191,8 @@ func frrDryRun(t *testing.T, conf string) {
 	}
 }
 
-// TestFRRLab runs the ECMP scenario against FRR: a GoBGP speaker from
-// pkg/bgp announces a VIP per family with the three nodes as next hops,
+// TestFRRLab runs the ECMP scenario against FRR: the speaker of pkg/bgp
+// announces a VIP per family with the three nodes as next hops,
 // narrows it to two, survives a router restart and withdraws it; then Close
 // must leave no FRR process or file behind.
 func TestFRRLab(t *testing.T) {
