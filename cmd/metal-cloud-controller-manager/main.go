@@ -33,7 +33,6 @@ func main() {
 }
 
 func run() int {
-	setGCPercent()
 	opts, err := newOptions()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "metal-cloud-controller-manager: %v\n", err)
