@@ -12,7 +12,9 @@ import (
 // (even one registers every API group) and informer factory, the
 // cloud-provider libraries and the manager's own packages made it twice
 // its size (docs/performance.md, scenario 0b). pkg/agent's client reads
-// the three resources it needs without them.
+// the three resources it needs without them. A BGP library's server (with
+// gRPC and its configuration libraries) kept it over 40 MiB: the speaker
+// runs its own sessions (pkg/bgp/session).
 var forbidden = []string{
 	"k8s.io/client-go/kubernetes",
 	"k8s.io/client-go/informers",
@@ -30,6 +32,8 @@ var forbidden = []string{
 	"github.com/metal-ccm/metal-ccm/pkg/outofservice",
 	"github.com/metal-ccm/metal-ccm/pkg/fencing",
 	"github.com/metal-ccm/metal-ccm/pkg/csrapproval",
+	"github.com/osrg/gobgp",
+	"google.golang.org/grpc",
 }
 
 // TestDeps fails when the agent links a forbidden package, and names the
