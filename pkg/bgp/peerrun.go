@@ -114,6 +114,7 @@ func (r *peerRun) established(ctx context.Context, nb netip.Addr, sess *session.
 	go func() { sendErr <- r.send(sctx, sess) }()
 	err := sess.Run(sctx, session.Handlers{RouteRefresh: func(wire.Family) { r.out.resendAll() }})
 	cancel(err)
+	sess.Interrupt() // a sender blocked in a write (the router reads nothing) returns
 	if serr := <-sendErr; serr != nil && !errors.Is(serr, context.Canceled) && err == nil {
 		err = serr
 	}

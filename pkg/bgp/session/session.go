@@ -53,7 +53,7 @@ func Establish(ctx context.Context, c Config) (*Session, error) {
 	s := &Session{conn: conn, w: bufio.NewWriterSize(conn, 64<<10), r: bufio.NewReaderSize(conn, 16<<10)}
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	if err := s.open(&c); err != nil {
+	if err := s.open(ctx, &c); err != nil {
 		_ = conn.Close()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -65,8 +65,13 @@ func Establish(ctx context.Context, c Config) (*Session, error) {
 }
 
 // open runs the OPEN exchange on a new connection.
-func (s *Session) open(c *Config) error {
+func (s *Session) open(ctx context.Context, c *Config) error {
 	_ = s.conn.SetDeadline(time.Now().Add(openWait))
+	if err := ctx.Err(); err != nil {
+		// ctx ended before the deadline above replaced the one that
+		// ended it (Establish's AfterFunc).
+		return err
+	}
 	local := openMessage(c)
 	b, err := local.AppendTo(nil)
 	if err != nil {
@@ -162,6 +167,12 @@ func (s *Session) Run(ctx context.Context, h Handlers) error {
 		if hold > 0 {
 			_ = s.conn.SetReadDeadline(time.Now().Add(hold))
 		}
+		if ctx.Err() != nil {
+			// ctx ended, and its AfterFunc's deadline may have come
+			// before the one above replaced it: the read would wait
+			// for the hold time.
+			return context.Cause(ctx)
+		}
 		t, body, err := s.read()
 		if err != nil {
 			if cause := context.Cause(ctx); cause != nil {
@@ -230,6 +241,10 @@ func (s *Session) notify(code, subcode uint8) {
 	m := wire.Notification{Code: code, Subcode: subcode}
 	_ = s.SendRaw(m.AppendTo(nil))
 }
+
+// Interrupt makes a blocked read or write return at once. Cease can
+// still send its NOTIFICATION after it.
+func (s *Session) Interrupt() { _ = s.conn.SetDeadline(time.Unix(1, 0)) }
 
 // Cease ends the session with a Cease NOTIFICATION (administrative
 // shutdown), so that the router withdraws the speaker's routes at once,
