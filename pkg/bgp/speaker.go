@@ -51,7 +51,7 @@ type Speaker struct {
 	// bfd, while running, has the peers' BFD sessions.
 	bfd     *bfdSessions
 	started bool
-	// closing is set when Start stops the servers: a peer on an interface
+	// closing is set when Start stops the sessions: a peer on an interface
 	// is not added or moved any more (followRouter).
 	closing bool
 	stopped bool
@@ -114,8 +114,9 @@ func New(cfg Config) (*Speaker, error) {
 // Start runs the speaker until ctx ends or Stop is called; it then closes the
 // sessions with a Cease notification, so the routers withdraw the speaker's
 // routes at once, and returns nil. It never listens for connections, so it
-// needs no privileges. The paths set before Start are added before the
-// peers, and with graceful restart every start is announced as a restart:
+// needs no privileges. Each session sends every path the speaker has once
+// established, then its End-of-RIB, and with graceful restart every start
+// is announced as a restart:
 // a router that kept the routes of a speaker that died (no Cease) keeps
 // them until this one has sent all of its own, so the routes never go away.
 func (s *Speaker) Start(ctx context.Context) error {
