@@ -23,17 +23,15 @@ func (s *Speaker) SetWeights(ctx context.Context, prefix netip.Prefix, weights m
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	before := s.weights[prefix]
-	// A next hop that non-empty weights leave out keeps its weight until
-	// SetPaths withdraws its path (resend).
+	// A path that resend leaves alone although its weight changed (its
+	// next hop is leaving) keeps its weight until SetPaths withdraws it.
 	stored, cloned := weights, false
-	if len(weights) > 0 {
-		for _, h := range s.paths[prefix].hops {
-			if _, in := weights[h]; !in && before[h] > 0 {
-				if !cloned {
-					stored, cloned = maps.Clone(weights), true
-				}
-				stored[h] = before[h]
+	for _, h := range s.paths[prefix].hops {
+		if !resend(before, weights, h) && before[h] != weights[h] {
+			if !cloned {
+				stored, cloned = maps.Clone(weights), true
 			}
+			stored[h] = before[h]
 		}
 	}
 	if maps.Equal(before, stored) {
