@@ -60,9 +60,15 @@ func (c *L2Cluster) AddAgents(t *testing.T, n int) []int {
 // its membership (metal_ccm_agent_l2_members).
 func (c *L2Cluster) WaitMembers(t testing.TB, want int, within time.Duration) {
 	t.Helper()
+	c.WaitAgentMembers(t, 0, want, within)
+}
+
+// WaitAgentMembers waits until node i's agent sees want agents alive.
+func (c *L2Cluster) WaitAgentMembers(t testing.TB, i, want int, within time.Duration) {
+	t.Helper()
 	var last string
 	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, within, true, func(ctx context.Context) (bool, error) {
-		v, ok, err := c.AgentMetric(ctx, 0, "metal_ccm_agent_l2_members")
+		v, ok, err := c.AgentMetric(ctx, i, "metal_ccm_agent_l2_members")
 		if err != nil {
 			last = err.Error()
 			return false, nil //nolint:nilerr // the agent may not listen yet: asked again
@@ -71,7 +77,7 @@ func (c *L2Cluster) WaitMembers(t testing.TB, want int, within time.Duration) {
 		return ok && int(v) == want, nil
 	})
 	if err != nil {
-		t.Fatalf("node 0's agent does not see %d agents alive within %s: last %s", want, within, strings.TrimSpace(last))
+		t.Fatalf("node %d's agent does not see %d agents alive within %s: last %s", i, want, within, strings.TrimSpace(last))
 	}
 }
 

@@ -58,6 +58,27 @@ func stickyFailback(t *testing.T, lab *netlab.L2Cluster, ns string, vip netip.Ad
 	}
 	owner := netlab.L2Owner(vip, all)
 	waitL2Annotation(t, ns, "echo", map[netip.Addr]string{vip: lab.RealNodes[owner].Name})
+	// Agents that start together see each other one by one: one that sees
+	// a majority before it sees the owner (or the owner's kube-proxy
+	// checked) answers for vip until it does, and the client may keep its
+	// MAC from that while. Once every agent sees them all and only the
+	// owner answers, the client asks again.
+	for _, i := range all {
+		lab.WaitAgentMembers(t, i, len(all), 30*time.Second)
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		for _, i := range all {
+			if answersNow(lab.Agents[i].Log(), vip) != (i == owner) {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		t.Fatalf("after the restart, the agents' logs do not settle on %s alone answering for %s: %v", lab.RealNodes[owner].Name, vip, err)
+	}
+	if err := lab.FlushClientNeighbors(); err != nil {
+		t.Fatal(err)
+	}
 	lab.WaitMAC(t, vip, owner, 30*time.Second)
 	if now := answering(t, lab, vip); now != owner {
 		t.Fatalf("%s answered by %s, want %s", vip, lab.RealNodes[now].Name, lab.RealNodes[owner].Name)
@@ -131,6 +152,27 @@ func holdLines(log string, vip netip.Addr) int {
 		}
 	}
 	return n
+}
+
+// answersNow reports whether an agent's log says that its running process
+// answers for vip: its last decision on vip since it last started.
+func answersNow(log string, vip netip.Addr) bool {
+	if i := strings.LastIndex(log, `"Starting" version=`); i >= 0 {
+		log = log[i:]
+	}
+	on := false
+	for _, l := range strings.Split(log, "\n") {
+		if !strings.Contains(l, `address="`+vip.String()+`"`) {
+			continue
+		}
+		switch {
+		case strings.Contains(l, `"Answering for the address"`):
+			on = true
+		case strings.Contains(l, `"No longer answering for the address"`):
+			on = false
+		}
+	}
+	return on
 }
 
 // answering is the node (by index) whose MAC the client resolves vip to,
