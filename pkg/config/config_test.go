@@ -240,6 +240,11 @@ healthChecks: {enabled: false}
 			},
 		},
 		{
+			name: "HTTP checks more often than checks",
+			in:   header + "healthChecks:\n  interval: 2s\n  httpInterval: 1s\n",
+			want: []string{`healthChecks.httpInterval: Invalid value: "1s": must be from interval (2s) to 1m0s`},
+		},
+		{
 			name: "bad service status limits",
 			in:   header + "serviceStatus:\n  minInterval: 500ms\n  writesPerSecond: 101\n",
 			want: []string{
@@ -345,7 +350,8 @@ l2: {insecureMembership: true}
 
 func defaultHealthChecks() HealthChecks {
 	return HealthChecks{Enabled: ptr.To(true), Port: 10256, Interval: &metav1.Duration{Duration: time.Second},
-		Timeout: &metav1.Duration{Duration: 400 * time.Millisecond}, FailuresToWithdraw: 2, SuccessesToReturn: 2}
+		Timeout: &metav1.Duration{Duration: 400 * time.Millisecond}, HTTPInterval: &metav1.Duration{Duration: 5 * time.Second},
+		FailuresToWithdraw: 2, SuccessesToReturn: 2}
 }
 
 // TestExamples keeps every example config shipped in the repository valid.
@@ -452,6 +458,7 @@ func TestBGPSessionEnds(t *testing.T) {
 		"bgp:\n  maxPathsPerAddress: 255\n",
 		"bgp:\n  onStop: GracefulRestart\n",
 		"bgp:\n  maxPathsPerAddress: 1\n",
+		"healthChecks:\n  interval: 10s\n", // httpInterval's default (5s) follows it
 	} {
 		if _, err := Parse([]byte(header + pools + ok)); err != nil {
 			t.Errorf("refused %q: %v", ok, err)

@@ -24,14 +24,15 @@ const (
 	DefaultMemberlistPort     = 7946
 	DefaultFailback           = FailbackRebalance
 
-	DefaultHealthCheckPort      = 10256
-	DefaultHealthCheckInterval  = time.Second
-	DefaultHealthCheckTimeout   = 400 * time.Millisecond
-	DefaultFailuresToWithdraw   = 2
-	DefaultSuccessesToReturn    = 2
-	MinHealthCheckDuration      = 100 * time.Millisecond
-	MaxHealthCheckDuration      = time.Minute
-	MaxHealthCheckResultsInARow = 10
+	DefaultHealthCheckPort         = 10256
+	DefaultHealthCheckInterval     = time.Second
+	DefaultHealthCheckTimeout      = 400 * time.Millisecond
+	DefaultHealthCheckHTTPInterval = 5 * time.Second
+	DefaultFailuresToWithdraw      = 2
+	DefaultSuccessesToReturn       = 2
+	MinHealthCheckDuration         = 100 * time.Millisecond
+	MaxHealthCheckDuration         = time.Minute
+	MaxHealthCheckResultsInARow    = 10
 
 	DefaultStatusMinInterval = 10 * time.Second
 	// The out-of-service taint's confirmation time, and its bounds.
@@ -164,6 +165,9 @@ func (h *HealthChecks) defaults() {
 	}
 	if h.Timeout == nil {
 		h.Timeout = &metav1.Duration{Duration: DefaultHealthCheckTimeout}
+	}
+	if h.HTTPInterval == nil {
+		h.HTTPInterval = &metav1.Duration{Duration: max(DefaultHealthCheckHTTPInterval, h.Interval.Duration)}
 	}
 	if h.FailuresToWithdraw == 0 {
 		h.FailuresToWithdraw = DefaultFailuresToWithdraw

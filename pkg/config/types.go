@@ -81,6 +81,17 @@ type HealthChecks struct {
 	// Timeout bounds one check (connect, request, answer), from 100ms to
 	// 1m. Default: 400ms.
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// HTTPInterval is the time between two HTTP checks of a node that
+	// passes them, from interval to 1m. At the checks between, every
+	// interval, the node's address is pinged (ICMP echo, from an
+	// unprivileged ping socket: the replica's group must be in the host's
+	// net.ipv4.ping_group_range); a ping without a reply within timeout is
+	// followed at once by an HTTP check, so a node that stops answering is
+	// still withdrawn within interval + 2 × timeout. A node that drops
+	// pings but passes its HTTP checks is checked by HTTP alone. Equal to
+	// interval, or where ping sockets are not allowed: every check is an
+	// HTTP check. Default: 5s (or interval, if longer).
+	HTTPInterval *metav1.Duration `json:"httpInterval,omitempty"`
 	// FailuresToWithdraw is the failed checks in a row that withdraw a
 	// node, from 1 to 10. Default: 2.
 	FailuresToWithdraw int `json:"failuresToWithdraw,omitempty"`

@@ -18,6 +18,10 @@ func (h *HealthChecks) validate(p *field.Path) field.ErrorList {
 				fmt.Sprintf("must be from %s to %s", MinHealthCheckDuration, MaxHealthCheckDuration)))
 		}
 	}
+	if h.HTTPInterval != nil && h.Interval != nil && (h.HTTPInterval.Duration < h.Interval.Duration || h.HTTPInterval.Duration > MaxHealthCheckDuration) {
+		errs = append(errs, field.Invalid(p.Child("httpInterval"), h.HTTPInterval.Duration.String(),
+			fmt.Sprintf("must be from interval (%s) to %s", h.Interval.Duration, MaxHealthCheckDuration)))
+	}
 	for _, n := range []struct {
 		name string
 		v    int

@@ -44,7 +44,20 @@ type Options struct {
 	FailuresToWithdraw, SuccessesToReturn int
 	// Path is the HTTP path checked; a 200 answer passes.
 	Path string
+	// HTTPInterval, when longer than Interval, is the time between two
+	// HTTP checks of a Healthy target whose last one passed: at the
+	// checks between, its address is pinged (ICMP echo), and a ping
+	// without a reply within Timeout is a failure followed at once by an
+	// HTTP check, as a failed HTTP check is. A target whose address does
+	// not answer pings while its HTTP check passes is checked by HTTP
+	// alone for a while (noPingFor). Zero: every check is an HTTP check.
+	HTTPInterval time.Duration
 }
+
+// noPingFor is how many HTTP intervals a target whose ping failed while
+// its HTTP check passed right after is checked by HTTP alone: its node may
+// drop pings (a firewall), and one lost ping costs little.
+const noPingFor = 10
 
 // DefaultOptions: a target that stops answering is Unhealthy within
 // Interval + 2×Timeout (1.8 s; a failure is checked again at once), one
@@ -80,6 +93,12 @@ func (o Options) withDefaults() Options {
 type Observer interface {
 	Checked(target netip.AddrPort, passed bool, took time.Duration)
 	Changed(target netip.AddrPort, from, to State)
+}
+
+// PingObserver, when the Observer is one too, is told of every ping: its
+// target and whether the target's address replied.
+type PingObserver interface {
+	Pinged(target netip.AddrPort, passed bool)
 }
 
 // Checker checks a set of targets until its Run's context ends.
@@ -193,7 +212,23 @@ type target struct {
 	slot          *slot
 	// next is when the target is due: zero (at once) when new.
 	next time.Time
-	p    *prober
+	// httpOK is whether its last HTTP check passed; httpNext is when the
+	// next is due (the checks before it are pings, HTTPInterval); a
+	// failed ping sets pingFailed, and an HTTP check that passes after it
+	// sets noPingUntil.
+	httpOK      bool
+	httpNext    time.Time
+	pingFailed  bool
+	noPingUntil time.Time
+	p           *prober
+}
+
+// pings reports whether t's check at now is a ping: pings are on, t is
+// Healthy with its last HTTP check passed, its next HTTP check is not due,
+// and its address has not just failed to answer one. c.mu is held.
+func (c *Checker) pings(t *target, now time.Time) bool {
+	return c.opts.HTTPInterval > c.opts.Interval && t.state == Healthy && t.httpOK &&
+		now.Before(t.httpNext) && !now.Before(t.noPingUntil)
 }
 
 // record counts a result, applies the hysteresis and returns the state.

@@ -15,6 +15,9 @@ func FromConfig(h config.HealthChecks) (Options, bool) {
 	if h.Timeout != nil {
 		o.Timeout = h.Timeout.Duration
 	}
+	if h.HTTPInterval != nil {
+		o.HTTPInterval = h.HTTPInterval.Duration
+	}
 	o.FailuresToWithdraw, o.SuccessesToReturn = h.FailuresToWithdraw, h.SuccessesToReturn
 	return o.withDefaults(), true
 }

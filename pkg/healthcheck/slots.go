@@ -2,6 +2,7 @@ package healthcheck
 
 import (
 	"context"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -29,6 +30,11 @@ type slot struct {
 	running bool
 	// wake has the goroutine look for due targets now (a new one).
 	wake chan struct{}
+	// pinger is the slot goroutine's; pingOff says a family's socket
+	// could not be opened (ErrPingUnavailable), so its targets are
+	// checked by HTTP alone.
+	pinger  pinger
+	pingOff [2]bool
 }
 
 // slotFor is the slot with the fewest targets, made when fewer than
@@ -96,8 +102,10 @@ func (c *Checker) runSlot(ctx context.Context, sl *slot) {
 		for _, t := range all {
 			t.p.close()
 		}
+		sl.pinger.close()
 	}()
-	var due []*target
+	c.openPings(sl)
+	var due, pinged []*target
 	for {
 		select {
 		case <-ctx.Done():
@@ -109,9 +117,13 @@ func (c *Checker) runSlot(ctx context.Context, sl *slot) {
 		c.mu.Lock()
 		gone := sl.gone
 		sl.gone = nil
-		due = due[:0]
+		due, pinged = due[:0], pinged[:0]
 		for _, t := range sl.targets {
-			if !t.next.After(start) {
+			switch {
+			case t.next.After(start):
+			case c.pings(t, start) && !sl.pingOff[family(t.addr.Addr())]:
+				pinged = append(pinged, t)
+			default:
 				due = append(due, t)
 			}
 		}
@@ -119,12 +131,21 @@ func (c *Checker) runSlot(ctx context.Context, sl *slot) {
 		for _, t := range gone {
 			t.p.close()
 		}
-		if len(due) > 0 {
+		if len(due)+len(pinged) > 0 {
+			// The pings and the HTTP checks run together, each bounded by
+			// the same timeout.
+			var pings []result
+			var wg sync.WaitGroup
+			if len(pinged) > 0 {
+				wg.Go(func() { pings = c.pingAll(sl, pinged, start) })
+			}
 			results := checkAll(ctx, due, start, c.opts.Timeout)
+			wg.Wait()
 			if ctx.Err() != nil {
 				return
 			}
-			c.recordAll(sl, due, results, start)
+			c.recordAll(sl, pinged, pings, start, true)
+			c.recordAll(sl, due, results, start, false)
 		}
 		timer.Reset(c.untilDue(sl))
 	}
@@ -136,15 +157,19 @@ type result struct {
 	took   time.Duration
 }
 
-// recordAll counts the results of a round begun at start and sets when each
-// target is due again: at the slot's next tick, or at once after a failure
-// while Healthy (a dead node is withdrawn after FailuresToWithdraw
-// timeouts, not that many intervals).
-func (c *Checker) recordAll(sl *slot, due []*target, results []result, start time.Time) {
+// recordAll counts the results of a round begun at start (pings or HTTP
+// checks) and sets when each target is due again: at the slot's next tick,
+// or at once after a failure while Healthy (a dead node is withdrawn after
+// FailuresToWithdraw timeouts, not that many intervals), then by HTTP.
+func (c *Checker) recordAll(sl *slot, due []*target, results []result, start time.Time, pinged bool) {
 	tick := c.nextTick(sl, start)
+	po, _ := c.observer.(PingObserver)
 	for i, t := range due {
 		r := results[i]
-		if c.observer != nil {
+		switch {
+		case pinged && po != nil:
+			po.Pinged(t.addr, r.passed)
+		case !pinged && c.observer != nil:
 			c.observer.Checked(t.addr, r.passed, r.took)
 		}
 		state := c.record(t, r.passed)
@@ -153,8 +178,60 @@ func (c *Checker) recordAll(sl *slot, due []*target, results []result, start tim
 		if !r.passed && state == Healthy {
 			t.next = time.Time{}
 		}
+		switch {
+		case pinged && !r.passed:
+			t.pingFailed, t.httpNext = true, time.Time{}
+		case !pinged:
+			if r.passed && t.pingFailed {
+				t.noPingUntil = start.Add(noPingFor * c.opts.HTTPInterval)
+			}
+			// The next HTTP check falls on the slot's first tick
+			// HTTPInterval on (half an interval early: a round starts a
+			// little after its tick).
+			t.httpOK, t.pingFailed = r.passed, false
+			t.httpNext = start.Add(c.opts.HTTPInterval - c.opts.Interval/2)
+		}
 		c.mu.Unlock()
 	}
+}
+
+// pingAll pings the targets' addresses, each within the timeout of start.
+func (c *Checker) pingAll(sl *slot, due []*target, start time.Time) []result {
+	addrs := make([]netip.Addr, len(due))
+	for i, t := range due {
+		addrs[i] = t.addr.Addr()
+	}
+	replied, err := sl.pinger.ping(addrs, start.Add(c.opts.Timeout))
+	took := time.Since(start)
+	results := make([]result, len(due))
+	for i := range due {
+		results[i] = result{passed: replied[i], took: took}
+	}
+	_ = err // the slot's sockets were opened when it started (openPings): none fails here
+	return results
+}
+
+// openPings opens the slot's ping sockets when pings are on; a family
+// whose socket cannot be opened (ErrPingUnavailable: the process's group is
+// outside net.ipv4.ping_group_range; no IPv6) is checked by HTTP alone.
+func (c *Checker) openPings(sl *slot) {
+	if c.opts.HTTPInterval <= c.opts.Interval {
+		return
+	}
+	for f := range sl.pingOff {
+		_, err := sl.pinger.conn(f == 1)
+		c.mu.Lock()
+		sl.pingOff[f] = err != nil
+		c.mu.Unlock()
+	}
+}
+
+// family indexes a pinger's sockets: 0 for IPv4, 1 for IPv6.
+func family(a netip.Addr) int {
+	if a.Unmap().Is4() {
+		return 0
+	}
+	return 1
 }
 
 // untilDue is the time until sl's first target is due (0: one is).

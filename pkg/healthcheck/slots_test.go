@@ -88,7 +88,7 @@ func TestRecordAll(t *testing.T) {
 	start := c.base.Add(2500 * time.Millisecond)
 	tick := c.nextTick(sl, start)
 	// First round: two pass, one fails (Unknown to Unhealthy).
-	c.recordAll(sl, due, []result{{passed: true}, {passed: true}, {passed: false}}, start)
+	c.recordAll(sl, due, []result{{passed: true}, {passed: true}, {passed: false}}, start, false)
 	for i, want := range []State{Healthy, Healthy, Unhealthy} {
 		if got := c.State(addrs[i]); got != want {
 			t.Errorf("round 1, %s: %s, want %s", addrs[i], got, want)
@@ -99,7 +99,7 @@ func TestRecordAll(t *testing.T) {
 	}
 	// Second round: the first Healthy target fails once: still Healthy,
 	// due at once; the Unhealthy one fails again: due at the tick.
-	c.recordAll(sl, due, []result{{passed: false}, {passed: true}, {passed: false}}, tick)
+	c.recordAll(sl, due, []result{{passed: false}, {passed: true}, {passed: false}}, tick, false)
 	if got := c.State(addrs[0]); got != Healthy || !due[0].next.IsZero() {
 		t.Errorf("a Healthy target's first failure: %s, due %v; want healthy, due at once", got, due[0].next)
 	}
@@ -107,12 +107,77 @@ func TestRecordAll(t *testing.T) {
 		t.Errorf("due %s and %s after base, want the next tick %s", due[1].next.Sub(c.base), due[2].next.Sub(c.base), next.Sub(c.base))
 	}
 	// The recheck fails too: Unhealthy, back on the slot's ticks.
-	c.recordAll(sl, due[:1], []result{{passed: false}}, tick.Add(10*time.Millisecond))
+	c.recordAll(sl, due[:1], []result{{passed: false}}, tick.Add(10*time.Millisecond), false)
 	if got := c.State(addrs[0]); got != Unhealthy || due[0].next.IsZero() {
 		t.Errorf("the recheck failed: %s, due %v; want unhealthy, due at the tick", got, due[0].next)
 	}
 	if d := c.untilDue(sl); d <= 0 {
 		t.Errorf("untilDue %s, want the time to the next tick", d)
+	}
+}
+
+// TestPings: with HTTPInterval, a Healthy target whose HTTP check passed
+// is pinged at the ticks until its next HTTP check is due; a failed ping
+// is followed at once by an HTTP check; an HTTP check that passes right
+// after a failed ping leaves the target to HTTP alone for a while; an
+// Unhealthy target is checked by HTTP alone.
+func TestPings(t *testing.T) {
+	o := Options{Interval: time.Second, HTTPInterval: 3 * time.Second, FailuresToWithdraw: 2, SuccessesToReturn: 2}
+	c := New(o, nil, nil)
+	addr := netip.MustParseAddrPort("198.18.0.1:10256")
+	c.Set([]netip.AddrPort{addr})
+	sl, tg := c.slots[0], c.targets[addr]
+	pings := func(at time.Time) bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.pings(tg, at)
+	}
+	start := c.base.Add(10 * time.Millisecond)
+	if pings(start) {
+		t.Fatal("a new target is pinged, want an HTTP check")
+	}
+	tick := func(n int) time.Time { return c.nextTick(sl, start).Add(time.Duration(n-1) * o.Interval) }
+	c.recordAll(sl, []*target{tg}, []result{{passed: true}}, start, false)
+	// Ticks 1 and 2 ping; tick 3 (HTTPInterval on) is an HTTP check.
+	for n, want := range map[int]bool{1: true, 2: true, 3: false} {
+		if got := pings(tick(n).Add(5 * time.Millisecond)); got != want {
+			t.Errorf("after an HTTP check that passed, tick %d pings: %t, want %t", n, got, want)
+		}
+	}
+	c.recordAll(sl, []*target{tg}, []result{{passed: true}}, tick(1), true)
+	if !tg.next.Equal(tick(2)) || c.State(addr) != Healthy {
+		t.Errorf("after a ping that passed: %s, due %s; want healthy, due at the next tick", c.State(addr), tg.next.Sub(c.base))
+	}
+	// A lost ping: still Healthy, an HTTP check at once.
+	c.recordAll(sl, []*target{tg}, []result{{passed: false}}, tick(2), true)
+	if !tg.next.IsZero() || pings(tick(2)) || c.State(addr) != Healthy {
+		t.Errorf("after a failed ping: %s, due %v, pinged next: %t; want healthy, an HTTP check at once", c.State(addr), tg.next, pings(tick(2)))
+	}
+	// It passes: the node drops pings, HTTP alone for noPingFor intervals.
+	c.recordAll(sl, []*target{tg}, []result{{passed: true}}, tick(2).Add(time.Millisecond), false)
+	if pings(tick(4)) || pings(tick(2).Add(noPingFor*o.HTTPInterval-time.Second)) {
+		t.Error("a node that dropped a ping but passed its HTTP check is pinged again at once")
+	}
+	back := tick(2).Add(noPingFor*o.HTTPInterval + time.Second)
+	c.recordAll(sl, []*target{tg}, []result{{passed: true}}, back, false)
+	later := back.Add(time.Second)
+	if !pings(later) {
+		t.Errorf("a node that dropped a ping is not pinged again after %d HTTP intervals", noPingFor)
+	}
+	// A node that stops answering: the ping fails, then the HTTP check:
+	// Unhealthy, then checked by HTTP alone.
+	c.recordAll(sl, []*target{tg}, []result{{passed: false}}, later, true)
+	c.recordAll(sl, []*target{tg}, []result{{passed: false}}, later.Add(400*time.Millisecond), false)
+	if c.State(addr) != Unhealthy || pings(later.Add(time.Second)) {
+		t.Errorf("after a failed ping and a failed HTTP check: %s, pinged next: %t; want unhealthy, HTTP checks", c.State(addr), pings(later.Add(time.Second)))
+	}
+	// Pings off: HTTP alone.
+	c2 := New(Options{Interval: time.Second}, nil, nil)
+	c2.Set([]netip.AddrPort{addr})
+	tg2 := c2.targets[addr]
+	c2.recordAll(c2.slots[0], []*target{tg2}, []result{{passed: true}}, start, false)
+	if c2.pings(tg2, start.Add(time.Second)) {
+		t.Error("without HTTPInterval a target is pinged")
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics"
+	"k8s.io/klog/v2"
 
 	"github.com/metal-ccm/metal-ccm/pkg/announcer"
 	"github.com/metal-ccm/metal-ccm/pkg/config"
@@ -48,6 +49,12 @@ var (
 		Buckets:        []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1},
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
+	healthPings = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      namespace,
+		Name:           "node_health_pings_total",
+		Help:           "Pings (ICMP echo) of health-check targets' addresses between their HTTP checks (healthChecks.httpInterval), by result (pass: a reply within the timeout). Every replica checks.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
 	descHealthTargets = metrics.NewDesc(namespace+"_node_health_targets",
 		"Health-check targets of this replica by state: healthy, unhealthy, unknown (not checked yet). Reported by every replica.",
 		[]string{"state"}, nil, metrics.ALPHA, "")
@@ -64,16 +71,30 @@ func (healthObserver) Checked(_ netip.AddrPort, passed bool, took time.Duration)
 	healthCheckDuration.WithLabelValues(result).Observe(took.Seconds())
 }
 
+func (healthObserver) Pinged(_ netip.AddrPort, passed bool) {
+	result := "fail"
+	if passed {
+		result = "pass"
+	}
+	healthPings.WithLabelValues(result).Inc()
+}
+
 func (healthObserver) Changed(_ netip.AddrPort, _, to healthcheck.State) {
 	healthTransitions.WithLabelValues(to.String()).Inc()
 }
 
 // healthChecks are the announcer's health checks from the config; nil when
 // they are off.
-func (r *Runtime) healthChecks(h config.HealthChecks, self podEvents) *announcer.HealthChecks {
+func (r *Runtime) healthChecks(ctx context.Context, h config.HealthChecks, self podEvents) *announcer.HealthChecks {
 	opts, on := healthcheck.FromConfig(h)
 	if !on {
 		return nil
+	}
+	if opts.HTTPInterval > opts.Interval {
+		if err := healthcheck.PingAvailable(); err != nil {
+			klog.FromContext(ctx).Info("Every node health check is an HTTP check: this replica cannot ping (add its group to the host's net.ipv4.ping_group_range)",
+				"err", err, "interval", opts.Interval)
+		}
 	}
 	return &announcer.HealthChecks{
 		Options:     opts,

@@ -15,7 +15,7 @@ var descOutsidePools = metrics.NewDesc(namespace+"_addresses_outside_pools",
 
 // Registrables are the runtime's metrics the provider registers once.
 func Registrables() []metrics.Registerable {
-	return []metrics.Registerable{healthTransitions, healthCheckDuration}
+	return []metrics.Registerable{healthTransitions, healthCheckDuration, healthPings}
 }
 
 // Describe sends the descriptors of what Collect sends.

@@ -80,7 +80,7 @@ func (r *Runtime) RunInEveryReplica(ctx context.Context, cs kubernetes.Interface
 			Wants:        r.Wants,
 			Addresses:    r.announcesNow(p.Name()),
 			InPools:      func(addr netip.Addr) bool { return r.Config().LoadBalancer.InPools(addr) },
-			HealthChecks: func() *announcer.HealthChecks { return r.healthChecks(cfg.HealthChecks, newPodEvents(ctx, cs)) },
+			HealthChecks: func() *announcer.HealthChecks { return r.healthChecks(ctx, cfg.HealthChecks, newPodEvents(ctx, cs)) },
 			PodRoutes:    r.announcer.Store,
 			PodRoutesFromAgents: func() {
 				r.agentRoutes.Store(newAgentRoutes(ctx, cs, agentNamespace(), cfg.Routes.NextHopAddressType))

@@ -51,6 +51,7 @@ func (Protocol) Agent(ctx context.Context, cfg *config.CloudConfig, env protocol
 		PodNextHop: cfg.Routes.NextHopAddressType, MaxNextHops: 1, Communities: AnnouncedCommunities(&cfg.LoadBalancer),
 		Weighted: WeightedECMP(&cfg.LoadBalancer)}
 	if hc, on := healthcheck.FromConfig(cfg.HealthChecks); on {
+		hc.HTTPInterval = 0 // its own node: a ping tells nothing
 		opts.HealthChecks = &announcer.HealthChecks{Options: hc, ProxyPort: cfg.HealthChecks.Port}
 	}
 	a := &agent{speaker: sp, ann: announcer.New(env.Informers, sp, env.Wants, opts), node: env.Node.Name, podRoute: cfg.Routes.Enabled}

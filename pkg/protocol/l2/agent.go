@@ -256,6 +256,7 @@ func (a *agent) Ready() error {
 // nil when healthChecks.enabled is false.
 func healthChecks(cfg *config.CloudConfig) *healthcheck.Options {
 	if o, on := healthcheck.FromConfig(cfg.HealthChecks); on {
+		o.HTTPInterval = 0 // its own node: a ping tells nothing
 		return &o
 	}
 	return nil
