@@ -1,12 +1,16 @@
 package healthcheck_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -130,5 +134,138 @@ func TestPingUnavailable(t *testing.T) {
 	err := framework.RunInNetNS(ns, healthcheck.PingAvailable)
 	if !errors.Is(err, healthcheck.ErrPingUnavailable) {
 		t.Fatalf("PingAvailable() = %v, want ErrPingUnavailable", err)
+	}
+}
+
+// inNetNSEnv names the namespace a test binary was started in by
+// TestCheckerPings, which runs its body there.
+const inNetNSEnv = "HEALTHCHECK_TEST_NETNS"
+
+// TestCheckerPings runs a Checker with pings on, in a namespace of its own
+// (the test binary started again inside it: a Checker's goroutines open
+// their sockets where they run), against two nodes whose kube-proxy
+// answers and one that is gone: the live ones are checked by HTTP, then
+// pinged between; the gone one is Unhealthy. Then one live node goes (its
+// address removed): it is withdrawn, after a ping that failed.
+func TestCheckerPings(t *testing.T) {
+	if ns := os.Getenv(inNetNSEnv); ns != "" {
+		checkerPingsInNetNS(t, ns)
+		return
+	}
+	ns := pingNS(t)
+	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0], "-test.run=^TestCheckerPings$", "-test.v", "-test.count=1") //nolint:gosec // this test binary, in the test's namespace
+	cmd.Env = append(os.Environ(), inNetNSEnv+"="+ns)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestCheckerPings") {
+		t.Fatalf("in namespace %s: %v\n%s", ns, err, out)
+	}
+	t.Logf("in namespace %s:\n%s", ns, out)
+}
+
+// pingCounter counts pings and HTTP checks by target and result.
+type pingCounter struct {
+	mu            sync.Mutex
+	pings, checks map[netip.AddrPort][2]int // [failed, passed]
+}
+
+func (p *pingCounter) count(m map[netip.AddrPort][2]int, a netip.AddrPort, passed bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := m[a]
+	if passed {
+		n[1]++
+	} else {
+		n[0]++
+	}
+	m[a] = n
+}
+
+func (p *pingCounter) Pinged(a netip.AddrPort, passed bool) {
+	p.count(p.pings, a, passed)
+}
+
+func (p *pingCounter) Checked(a netip.AddrPort, passed bool, _ time.Duration) {
+	p.count(p.checks, a, passed)
+}
+
+func (p *pingCounter) Changed(netip.AddrPort, healthcheck.State, healthcheck.State) {}
+
+func (p *pingCounter) get(m map[netip.AddrPort][2]int, a netip.AddrPort) [2]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return m[a]
+}
+
+func checkerPingsInNetNS(t *testing.T, ns string) {
+	for _, a := range []string{"198.18.133.1/32", "198.18.133.2/32"} {
+		if out, err := exec.Command("ip", "addr", "add", a, "dev", "lo").CombinedOutput(); err != nil { //nolint:gosec // the test's namespace
+			t.Fatalf("ip addr add %s: %v: %s", a, err, out)
+		}
+	}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"lastUpdated": "now"}`))
+	})}
+	ln, err := net.Listen("tcp", "0.0.0.0:10256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	live1, live2 := netip.MustParseAddrPort("198.18.133.1:10256"), netip.MustParseAddrPort("198.18.133.2:10256")
+	gone := netip.MustParseAddrPort("198.18.131.7:10256") // the lost link: nothing answers
+	obs := &pingCounter{pings: map[netip.AddrPort][2]int{}, checks: map[netip.AddrPort][2]int{}}
+	changed := make(chan struct{}, 64)
+	c := healthcheck.New(healthcheck.Options{Interval: 100 * time.Millisecond, HTTPInterval: time.Second,
+		Timeout: 300 * time.Millisecond, FailuresToWithdraw: 2, SuccessesToReturn: 2},
+		func(netip.AddrPort) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}, obs)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	c.Set([]netip.AddrPort{live1, live2, gone})
+
+	wait := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for !ok() {
+			select {
+			case <-changed:
+			case <-time.After(50 * time.Millisecond):
+			case <-deadline:
+				t.Fatalf("%s: not within 30 s; states %s %s %s, pings %v, HTTP checks %v", what,
+					c.State(live1), c.State(live2), c.State(gone), obs.pings, obs.checks)
+			}
+		}
+	}
+	wait("the live nodes healthy, pinged, the gone one unhealthy", func() bool {
+		return c.State(live1) == healthcheck.Healthy && c.State(live2) == healthcheck.Healthy && c.State(gone) == healthcheck.Unhealthy &&
+			obs.get(obs.pings, live1)[1] >= 8 && obs.get(obs.pings, live2)[1] >= 8
+	})
+	if p := obs.get(obs.pings, gone); p != [2]int{} {
+		t.Errorf("the unhealthy node was pinged (%v): it must be checked by HTTP alone", p)
+	}
+	// Pings replace most HTTP checks: nine of ten at these intervals.
+	if p, h := obs.get(obs.pings, live1), obs.get(obs.checks, live1); h[1] >= p[1] {
+		t.Errorf("%s: %d HTTP checks and %d pings passed, want more pings", live1, h[1], p[1])
+	}
+	// Right after an HTTP check the next checks are pings (nine, at these
+	// intervals).
+	h := obs.get(obs.checks, live2)[1]
+	wait("an HTTP check of "+live2.String(), func() bool { return obs.get(obs.checks, live2)[1] > h })
+	if out, err := exec.Command("ip", "addr", "del", "198.18.133.2/32", "dev", "lo").CombinedOutput(); err != nil {
+		t.Fatalf("ip addr del: %v: %s", err, out)
+	}
+	wait("the node that went unhealthy", func() bool { return c.State(live2) == healthcheck.Unhealthy })
+	if p := obs.get(obs.pings, live2); p[0] == 0 {
+		t.Errorf("%s went without a failed ping (%v; HTTP checks %v): the pings between HTTP checks did not see it", live2, p, obs.get(obs.checks, live2))
+	}
+	if c.State(live1) != healthcheck.Healthy {
+		t.Errorf("%s: %s, want healthy", live1, c.State(live1))
 	}
 }

@@ -119,17 +119,20 @@ func (e *env) measureHealthChecks(ctx context.Context, s *Scenario, hl *healthLa
 	s.add("sys_cpu_pct", "of which in the kernel (system time), % of one core (checks on; floor: off)", on.sysPct, "%").withFloor(off.sysPct)
 	s.add("rss_mib", "CCM RSS at the end (checks on; floor: off)", mib(on.rss), "MiB").withFloor(mib(off.rss))
 	s.add("rss_max_mib", "CCM RSS, highest sampled while idle (checks on; floor: off)", mib(on.rssPeak), "MiB").withFloor(mib(off.rssPeak))
-	s.add("probes_ps", "probes per second (the CCM's count)", on.probesPS, "req/s")
-	if on.probesPS > 0 {
-		s.add("cpu_per_kprobe_pct", "CPU the checks cost per 1,000 probes/s, % of one core", 1000*cost/on.probesPS, "%")
+	s.add("probes_ps", "HTTP checks per second (the CCM's count)", on.probesPS, "req/s")
+	s.add("pings_ps", "pings per second between them (the CCM's count)", on.pingsPS, "req/s")
+	if on.probesPS+on.pingsPS > 0 {
+		s.add("cpu_per_kprobe_pct", "CPU the checks cost per 1,000 checks/s (HTTP or ping), % of one core", 1000*cost/(on.probesPS+on.pingsPS), "%")
 	}
 	s.add("answers_ps", "/healthz answers served per second (the harness's count)", on.answersPS, "req/s")
-	s.add("failed_probes", "failed probes while idle", on.failed, "count")
+	s.add("failed_probes", "failed HTTP checks while idle", on.failed, "count")
+	s.add("failed_pings", "pings without a reply while idle", on.failedPings, "count")
 	s.add("connections", "connections opened while idle (kept alive: 0)", on.conns, "count")
 	s.add("healthy_targets", "targets healthy at the end", on.healthy, "count")
 	s.notef("two replicas in turn, each in the scenario's network namespace and idle for %s after a warm-up of %s, both "+
 		"beside the run's CCM, which leads (they run the announcer and the informers, not the leader's controllers); "+
-		"the interval is the default %s", e.o.HealthIdle, min(healthWarmup, e.o.HealthIdle), config.DefaultHealthCheckInterval)
+		"the interval is the default %s, the HTTP interval the default %s (the namespace allows ping sockets, as most hosts do)",
+		e.o.HealthIdle, min(healthWarmup, e.o.HealthIdle), config.DefaultHealthCheckInterval, config.DefaultHealthCheckHTTPInterval)
 	return nil
 }
 
@@ -138,6 +141,8 @@ type replicaRun struct {
 	cpuPct, sysPct   float64
 	rss, rssPeak     uint64
 	probesPS, failed float64
+	pingsPS          float64
+	failedPings      float64
 	answersPS, conns float64
 	healthy          float64
 }
@@ -243,11 +248,13 @@ func (e *env) measureReplica(ctx context.Context, hl *healthLab, checks bool) (r
 		cpuPct: 100 * (after.stat.CPU - before.stat.CPU).Seconds() / wall,
 		sysPct: 100 * (after.sys - before.sys).Seconds() / wall,
 		rss:    after.stat.RSS, rssPeak: max(peak, after.stat.RSS),
-		probesPS:  (after.probes - before.probes) / wall,
-		failed:    after.failed - before.failed,
-		answersPS: float64(after.answers-before.answers) / wall,
-		conns:     float64(after.conns - before.conns),
-		healthy:   after.healthy,
+		probesPS:    (after.probes - before.probes) / wall,
+		failed:      after.failed - before.failed,
+		pingsPS:     (after.pings - before.pings) / wall,
+		failedPings: after.failedPings - before.failedPings,
+		answersPS:   float64(after.answers-before.answers) / wall,
+		conns:       float64(after.conns - before.conns),
+		healthy:     after.healthy,
 	}
 	e.log.Info("Replica measured", "name", name, "cpuPct", r.cpuPct, "rssMiB", mib(r.rss), "probesPerSecond", r.probesPS)
 	return r, nil
@@ -277,6 +284,11 @@ func startHealthLab(e *env, ns string) (hl *healthLab, err error) {
 			hl.close()
 		}
 	}()
+	// Ping sockets allowed, as most hosts allow them (systemd's default);
+	// a new namespace's default allows none.
+	if out, err := exec.CommandContext(context.Background(), "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ping_group_range=0 2147483647").CombinedOutput(); err != nil { //nolint:gosec // the scenario's own namespace
+		return hl, fmt.Errorf("bench: health: allow ping sockets: %w: %s", err, out)
+	}
 	ln, err := framework.ListenInNetNS(ns, "tcp", net.JoinHostPort("0.0.0.0", strconv.Itoa(config.DefaultHealthCheckPort)))
 	if err != nil {
 		return hl, fmt.Errorf("bench: health: %w", err)
@@ -350,6 +362,7 @@ type healthSample struct {
 	stat                    framework.ProcStat
 	sys                     time.Duration // the system part of stat.CPU
 	probes, failed, healthy float64
+	pings, failedPings      float64
 	answers, conns          int64
 }
 
@@ -367,6 +380,8 @@ func (hl *healthLab) sample(ctx context.Context, pid int) (healthSample, error) 
 	}
 	s.probes = promSum(text, "metal_ccm_node_health_check_duration_seconds_count", nil)
 	s.failed = promSum(text, "metal_ccm_node_health_check_duration_seconds_count", func(l string) bool { return strings.Contains(l, `result="fail"`) })
+	s.pings = promSum(text, "metal_ccm_node_health_pings_total", nil)
+	s.failedPings = promSum(text, "metal_ccm_node_health_pings_total", func(l string) bool { return strings.Contains(l, `result="fail"`) })
 	s.healthy = promSum(text, "metal_ccm_node_health_targets", func(l string) bool { return strings.Contains(l, `state="healthy"`) })
 	return s, nil
 }
