@@ -83,6 +83,11 @@ type Options struct {
 	LocalServices int
 	// SteadyNodes and SteadyServices are the size of the steady state.
 	SteadyNodes, SteadyServices int
+	// SteadyL2Services are LoadBalancer Services beside SteadyServices
+	// in an L2 pool of their own (steadyL2Pool) that no node answers
+	// for (l2.nodeSelector selects none): what an L2 pool adds to the
+	// replicas.
+	SteadyL2Services int
 	// SteadyIdle is how long the steady state is watched.
 	SteadyIdle time.Duration
 	// SteadyNotReady registers the steady state's nodes NotReady, so that
@@ -96,6 +101,9 @@ type Options struct {
 	// HealthIdle how long each of its two replicas is watched.
 	HealthNodes int
 	HealthIdle  time.Duration
+	// HealthHTTPInterval is the replica's healthChecks.httpInterval; 0:
+	// its default.
+	HealthHTTPInterval time.Duration
 	// AgentNodes and AgentServices are the size of the node agent
 	// scenario, and AgentIdle how long its agent is watched.
 	AgentNodes, AgentServices int
@@ -204,7 +212,7 @@ func (o *Options) validate() error {
 	}{
 		{"join nodes", o.JoinNodes, maxJoinNodes}, {"LoadBalancer Services", o.LBServices, maxServices},
 		{"Local Services", o.LocalServices, maxServices}, {"steady nodes", o.SteadyNodes, maxSteadyNodes},
-		{"steady Services", o.SteadyServices, maxServices}, {"health nodes", o.HealthNodes, maxHealthNodes},
+		{"steady Services", o.SteadyServices, maxServices}, {"steady L2 Services", o.SteadyL2Services, maxSteadyL2Services}, {"health nodes", o.HealthNodes, maxHealthNodes},
 		{"agent nodes", o.AgentNodes, maxAgentNodes}, {"agent Services", o.AgentServices, maxServices},
 		{"ToR changes", o.TorChanges, maxTorChanges},
 		{"L2 agent nodes", o.L2AgentNodes, maxL2AgentNodes}, {"L2 agent Services", o.L2AgentServices, maxL2AgentServices},
@@ -274,8 +282,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		{ScenarioLB, "2. LoadBalancer storm", map[string]int{"services": o.LBServices, "labNodes": labNodes}, e.lbStorm},
 		{ScenarioChurn, "3. Node churn under load", map[string]int{"services": o.LBServices, "labNodes": labNodes}, e.nodeChurn},
 		{ScenarioEndpoints, "4. Endpoint churn", map[string]int{"services": o.LocalServices}, e.endpointChurn},
-		{ScenarioSteady, "5. Steady state", map[string]int{"nodes": o.SteadyNodes, "services": o.SteadyServices,
-			"idleSeconds": int(o.SteadyIdle.Seconds())}, e.steadyState},
+		{ScenarioSteady, "5. Steady state", steadySize(o), e.steadyState},
 	}
 	for _, st := range steps {
 		if !o.runs(st.id) {
@@ -315,6 +322,15 @@ func machine() Machine {
 	var un unix.Utsname
 	if unix.Uname(&un) == nil {
 		m.Kernel = "Linux " + unix.ByteSliceToString(un.Release[:])
+	}
+	return m
+}
+
+// steadySize is scenario 5's size, with its L2 Services when there are some.
+func steadySize(o Options) map[string]int {
+	m := map[string]int{"nodes": o.SteadyNodes, "services": o.SteadyServices, "idleSeconds": int(o.SteadyIdle.Seconds())}
+	if o.SteadyL2Services > 0 {
+		m["l2Services"] = o.SteadyL2Services
 	}
 	return m
 }

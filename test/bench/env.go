@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -29,9 +31,13 @@ const (
 	maxJoinNodes   = 8192
 	maxSteadyNodes = 8192
 	// lbPool holds the LoadBalancer addresses, serviceCIDR the ClusterIPs.
-	lbPool      = "198.18.128.0/18"
-	serviceCIDR = "198.18.192.0/18"
-	maxServices = 16000
+	lbPool = "198.18.128.0/18"
+	// steadyL2Pool is scenario 5's L2 pool (-steady-l2-services): a
+	// range no bench address uses (the pod CIDR of the other suites).
+	steadyL2Pool, steadyL2PoolName = "198.19.100.0/22", "bench-l2"
+	maxSteadyL2Services            = 1000
+	serviceCIDR                    = "198.18.192.0/18"
+	maxServices                    = 16000
 	// labNodes are registered at the router lab's node addresses, so the
 	// router can install their routes; one more joins and leaves in the
 	// node churn.
@@ -200,13 +206,36 @@ func (e *env) cloudConfig() (string, error) {
     holdTime: 9s
 `, i, peer, port, netlab.DefaultRouterASN, local)
 	}
+	var l2 string
+	if e.o.SteadyL2Services > 0 {
+		// The membership's key, as the chart makes one.
+		key := make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return "", fmt.Errorf("bench: %w", err)
+		}
+		keyPath := filepath.Join(e.o.Dir, "l2.key")
+		if err := os.WriteFile(keyPath, []byte(base64.StdEncoding.EncodeToString(key)), 0o600); err != nil {
+			return "", fmt.Errorf("bench: write the L2 key: %w", err)
+		}
+		// No node is a candidate: the pool costs the replicas what it
+		// costs them, and no agent or packet is needed.
+		l2 = fmt.Sprintf(`  - name: %s
+    addresses: [%s]
+    autoAssign: false
+    announce: [L2]
+l2:
+  secretFile: %s
+  nodeSelector:
+    matchLabels: {metal-ccm.io/bench-l2: none}
+`, steadyL2PoolName, steadyL2Pool, keyPath)
+	}
 	body := fmt.Sprintf(`apiVersion: metal-ccm.io/v1alpha1
 kind: CloudConfig
 loadBalancer:
   pools:
   - name: bench
     addresses: [%s]
-bgp:
+%sbgp:
   asn: %d
   routerID: %s
   peers:
@@ -214,7 +243,7 @@ bgp:
 # the machine's default route: no health checks (scenario 0 measures them).
 healthChecks:
   enabled: false
-`, lbPool, netlab.DefaultSpeakerASN, netlab.SpeakerAddr(netlab.IPv4, 0), peers.String())
+`, lbPool, l2, netlab.DefaultSpeakerASN, netlab.SpeakerAddr(netlab.IPv4, 0), peers.String())
 	e.cfgPath, e.cfgBody = filepath.Join(e.o.Dir, "cloud-config.yaml"), body
 	if err := os.WriteFile(e.cfgPath, []byte(body), 0o600); err != nil {
 		return "", fmt.Errorf("bench: write cloud-config: %w", err)

@@ -112,6 +112,11 @@ func (e *env) measureHealthChecks(ctx context.Context, s *Scenario, hl *healthLa
 		return fmt.Errorf("checks on: %w", err)
 	}
 	scaled := e.o.HealthNodes < goalHealthNodes
+	httpInterval := fmt.Sprintf("the default %s", config.DefaultHealthCheckHTTPInterval)
+	if d := e.o.HealthHTTPInterval; d > 0 {
+		httpInterval = d.String()
+		scaled = scaled || d != config.DefaultHealthCheckHTTPInterval
+	}
 	s.add("cpu_pct", "CCM CPU, % of one core (checks on; floor: off)", on.cpuPct, "%").withFloor(off.cpuPct)
 	cost := on.cpuPct - off.cpuPct
 	s.add("checks_cpu_pct", "CPU the checks cost (on − off), % of one core", cost, "%").
@@ -131,8 +136,8 @@ func (e *env) measureHealthChecks(ctx context.Context, s *Scenario, hl *healthLa
 	s.add("healthy_targets", "targets healthy at the end", on.healthy, "count")
 	s.notef("two replicas in turn, each in the scenario's network namespace and idle for %s after a warm-up of %s, both "+
 		"beside the run's CCM, which leads (they run the announcer and the informers, not the leader's controllers); "+
-		"the interval is the default %s, the HTTP interval the default %s (the namespace allows ping sockets, as most hosts do)",
-		e.o.HealthIdle, min(healthWarmup, e.o.HealthIdle), config.DefaultHealthCheckInterval, config.DefaultHealthCheckHTTPInterval)
+		"the interval is the default %s, the HTTP interval %s (the namespace allows ping sockets, as most hosts do)",
+		e.o.HealthIdle, min(healthWarmup, e.o.HealthIdle), config.DefaultHealthCheckInterval, httpInterval)
 	return nil
 }
 
@@ -349,6 +354,9 @@ bgp:
 healthChecks:
   enabled: %t
 `, lbPool, netlab.DefaultSpeakerASN, netlab.SpeakerAddr(netlab.IPv4, 0), healthBGPPort, netlab.DefaultRouterASN, checks)
+	if d := hl.e.o.HealthHTTPInterval; d > 0 {
+		body += fmt.Sprintf("  httpInterval: %s\n", d)
+	}
 	path := filepath.Join(hl.e.o.Dir, name+"-cloud-config.yaml")
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		return "", fmt.Errorf("bench: write cloud-config: %w", err)

@@ -133,7 +133,7 @@ func splitKey(key string) (ns, name string) {
 
 // createServices creates LoadBalancer Services (externalTrafficPolicy Local
 // when local) and returns when each creation began.
-func (e *env) createServices(ctx context.Context, keys []string, local bool) (map[string]time.Time, error) {
+func (e *env) createServices(ctx context.Context, keys []string, local bool, extra ...framework.ServiceOption) (map[string]time.Time, error) {
 	nss := map[string]bool{}
 	for _, k := range keys {
 		ns, _ := splitKey(k)
@@ -147,7 +147,7 @@ func (e *env) createServices(ctx context.Context, keys []string, local bool) (ma
 	began := make([]time.Time, len(keys))
 	err := parallel(ctx, len(keys), harnessWorkers, func(ctx context.Context, i int) error {
 		began[i] = time.Now()
-		return e.createService(ctx, keys[i], local)
+		return e.createService(ctx, keys[i], local, extra...)
 	})
 	if err != nil {
 		return nil, err
@@ -160,7 +160,7 @@ func (e *env) createServices(ctx context.Context, keys []string, local bool) (ma
 }
 
 // createService creates one LoadBalancer Service with one port.
-func (e *env) createService(ctx context.Context, key string, local bool) error {
+func (e *env) createService(ctx context.Context, key string, local bool, extra ...framework.ServiceOption) error {
 	ns, name := splitKey(key)
 	// The NodePort range has 2,768 ports; the steady state has up to
 	// 10,000 Services.
@@ -168,7 +168,7 @@ func (e *env) createService(ctx context.Context, key string, local bool) error {
 	if local {
 		opts = append(opts, framework.Local)
 	}
-	svc := framework.LoadBalancerService(ns, name, opts...)
+	svc := framework.LoadBalancerService(ns, name, append(opts, extra...)...)
 	if _, err := e.cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("bench: create Service %s: %w", key, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/metal-ccm/metal-ccm/pkg/annotation"
 	"github.com/metal-ccm/metal-ccm/test/framework"
 )
 
@@ -26,6 +27,7 @@ func (e *env) steadyState(ctx context.Context, s *Scenario) error {
 	names, ips := nodeSet("steady", steadyNodeBase, e.o.SteadyNodes)
 	existing := append(append([]string{}, e.lbKeys...), e.localKeys...)
 	keys := serviceKeys("bench-steady", "steady", max(0, e.o.SteadyServices-len(existing)))
+	l2Keys := serviceKeys("bench-steady-l2", "l2", e.o.SteadyL2Services)
 	began := time.Now()
 	if _, err := e.registerNodes(ctx, names, ips, !e.o.SteadyNotReady); err != nil {
 		return err
@@ -34,6 +36,13 @@ func (e *env) steadyState(ctx context.Context, s *Scenario) error {
 		if _, err := e.createServices(ctx, keys, false); err != nil {
 			return err
 		}
+	}
+	if len(l2Keys) > 0 {
+		if _, err := e.createServices(ctx, l2Keys, false, framework.WithAnnotation(string(annotation.NamePool), steadyL2PoolName)); err != nil {
+			return err
+		}
+		keys = append(keys, l2Keys...)
+		s.notef("beside them, %d Services in an L2 pool (%s) that no node answers for (l2.nodeSelector selects none)", len(l2Keys), steadyL2Pool)
 	}
 	if err := e.waitInitialized(ctx, names); err != nil {
 		return err

@@ -58,11 +58,13 @@ func run() error {
 	localServices := flag.Int("local-services", def.LocalServices, "scenario 4: externalTrafficPolicy Local Services")
 	steadyNodes := flag.Int("steady-nodes", def.SteadyNodes, "scenario 5: nodes (5000 in -profile full)")
 	steadyServices := flag.Int("steady-services", def.SteadyServices, "scenario 5: LoadBalancer Services in all (10000 in -profile full)")
+	steadyL2 := flag.Int("steady-l2-services", 0, "scenario 5: LoadBalancer Services beside those in an L2 pool that no node answers for (at most 1000)")
 	steadyIdle := flag.Duration("steady-idle", def.SteadyIdle, "scenario 5: how long to watch the idle CCM")
 	peers := flag.Int("peers", 1, "BGP peers of the CCM: sessions with the router lab from that many speaker addresses (at most 8)")
 	notReady := flag.Bool("steady-not-ready", false, "scenario 5: register the nodes NotReady, so they are no next hops")
 	healthNodes := flag.Int("health-nodes", def.HealthNodes, "scenario 0: nodes whose kube-proxy /healthz the replica checks (at most 8190; 5000 in -profile full)")
 	healthIdle := flag.Duration("health-idle", def.HealthIdle, "scenario 0: how long to watch each replica (checks off, then on)")
+	healthHTTP := flag.Duration("health-http-interval", 0, "scenario 0: the replica's healthChecks.httpInterval (default: the cloud-config's default)")
 	agentNodes := flag.Int("agent-nodes", def.AgentNodes, "scenario 0b: nodes, the node agent's among them (at most 1022)")
 	agentServices := flag.Int("agent-services", def.AgentServices, "scenario 0b: LoadBalancer Services, each a path of the node agent")
 	agentIdle := flag.Duration("agent-idle", def.AgentIdle, "scenario 0b: how long to watch the idle node agent")
@@ -92,9 +94,11 @@ func run() error {
 	sizes := map[string]func(){
 		"join-nodes": func() { o.JoinNodes = *joinNodes }, "lb-services": func() { o.LBServices = *lbServices },
 		"local-services": func() { o.LocalServices = *localServices }, "steady-nodes": func() { o.SteadyNodes = *steadyNodes },
-		"steady-services": func() { o.SteadyServices = *steadyServices }, "steady-idle": func() { o.SteadyIdle = *steadyIdle },
+		"steady-services":    func() { o.SteadyServices = *steadyServices },
+		"steady-l2-services": func() { o.SteadyL2Services = *steadyL2 }, "steady-idle": func() { o.SteadyIdle = *steadyIdle },
 		"health-nodes": func() { o.HealthNodes = *healthNodes }, "health-idle": func() { o.HealthIdle = *healthIdle },
-		"agent-nodes": func() { o.AgentNodes = *agentNodes }, "agent-services": func() { o.AgentServices = *agentServices },
+		"health-http-interval": func() { o.HealthHTTPInterval = *healthHTTP },
+		"agent-nodes":          func() { o.AgentNodes = *agentNodes }, "agent-services": func() { o.AgentServices = *agentServices },
 		"agent-idle": func() { o.AgentIdle = *agentIdle }, "tor-changes": func() { o.TorChanges = *torChanges },
 		"l2agent-nodes": func() { o.L2AgentNodes = *l2AgentNodes }, "l2agent-services": func() { o.L2AgentServices = *l2AgentServices },
 		"l2agent-idle": func() { o.L2AgentIdle = *l2AgentIdle }, "timeout": func() { o.Timeout = *timeout },
