@@ -205,7 +205,7 @@ func checkerPingsInNetNS(t *testing.T, ns string) {
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte(`{"lastUpdated": "now"}`))
 	})}
-	ln, err := net.Listen("tcp", "0.0.0.0:10256")
+	ln, err := net.Listen("tcp", "0.0.0.0:10256") //nolint:gosec // in the test's own namespace, for both its addresses
 	if err != nil {
 		t.Fatal(err)
 	}
