@@ -212,7 +212,7 @@ func (o *Options) validate() error {
 	}{
 		{"join nodes", o.JoinNodes, maxJoinNodes}, {"LoadBalancer Services", o.LBServices, maxServices},
 		{"Local Services", o.LocalServices, maxServices}, {"steady nodes", o.SteadyNodes, maxSteadyNodes},
-		{"steady Services", o.SteadyServices, maxServices}, {"steady L2 Services", o.SteadyL2Services, maxSteadyL2Services}, {"health nodes", o.HealthNodes, maxHealthNodes},
+		{"steady Services", o.SteadyServices, maxServices}, {"health nodes", o.HealthNodes, maxHealthNodes},
 		{"agent nodes", o.AgentNodes, maxAgentNodes}, {"agent Services", o.AgentServices, maxServices},
 		{"ToR changes", o.TorChanges, maxTorChanges},
 		{"L2 agent nodes", o.L2AgentNodes, maxL2AgentNodes}, {"L2 agent Services", o.L2AgentServices, maxL2AgentServices},
@@ -221,6 +221,9 @@ func (o *Options) validate() error {
 		if n.v < 1 || n.v > n.max {
 			errs = append(errs, fmt.Errorf("%s: %d out of range 1..%d", n.name, n.v, n.max))
 		}
+	}
+	if o.SteadyL2Services < 0 || o.SteadyL2Services > maxSteadyL2Services {
+		errs = append(errs, fmt.Errorf("steady L2 Services: %d out of range 0..%d", o.SteadyL2Services, maxSteadyL2Services))
 	}
 	if o.Peers == 0 {
 		o.Peers = 1
