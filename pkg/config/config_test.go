@@ -350,7 +350,7 @@ l2: {insecureMembership: true}
 
 func defaultHealthChecks() HealthChecks {
 	return HealthChecks{Enabled: ptr.To(true), Port: 10256, Interval: &metav1.Duration{Duration: time.Second},
-		Timeout: &metav1.Duration{Duration: 400 * time.Millisecond}, HTTPInterval: &metav1.Duration{Duration: 5 * time.Second},
+		Timeout: &metav1.Duration{Duration: 400 * time.Millisecond}, HTTPInterval: &metav1.Duration{Duration: 10 * time.Second},
 		FailuresToWithdraw: 2, SuccessesToReturn: 2}
 }
 
@@ -458,7 +458,7 @@ func TestBGPSessionEnds(t *testing.T) {
 		"bgp:\n  maxPathsPerAddress: 255\n",
 		"bgp:\n  onStop: GracefulRestart\n",
 		"bgp:\n  maxPathsPerAddress: 1\n",
-		"healthChecks:\n  interval: 10s\n", // httpInterval's default (5s) follows it
+		"healthChecks:\n  interval: 30s\n", // httpInterval's default (10s) follows it
 	} {
 		if _, err := Parse([]byte(header + pools + ok)); err != nil {
 			t.Errorf("refused %q: %v", ok, err)

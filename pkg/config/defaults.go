@@ -27,7 +27,7 @@ const (
 	DefaultHealthCheckPort         = 10256
 	DefaultHealthCheckInterval     = time.Second
 	DefaultHealthCheckTimeout      = 400 * time.Millisecond
-	DefaultHealthCheckHTTPInterval = 5 * time.Second
+	DefaultHealthCheckHTTPInterval = 10 * time.Second
 	DefaultFailuresToWithdraw      = 2
 	DefaultSuccessesToReturn       = 2
 	MinHealthCheckDuration         = 100 * time.Millisecond

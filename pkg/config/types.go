@@ -90,7 +90,7 @@ type HealthChecks struct {
 	// still withdrawn within interval + 2 × timeout. A node that drops
 	// pings but passes its HTTP checks is checked by HTTP alone. Equal to
 	// interval, or where ping sockets are not allowed: every check is an
-	// HTTP check. Default: 5s (or interval, if longer).
+	// HTTP check. Default: 10s (or interval, if longer).
 	HTTPInterval *metav1.Duration `json:"httpInterval,omitempty"`
 	// FailuresToWithdraw is the failed checks in a row that withdraw a
 	// node, from 1 to 10. Default: 2.
