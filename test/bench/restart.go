@@ -99,6 +99,52 @@ func (e *env) restartReplica(ctx context.Context, s *Scenario, scaled bool) erro
 		atMost(0, "0", scaled)
 	s.notef("replica restart: stopped in %s after SIGTERM; the router kept its %d routes (%d paths) under graceful restart, held %d paths at the End-of-RIB, and has its routes as before after the restart",
 		took.Round(time.Millisecond), len(before), paths, imported(p))
+	return e.coldStart(ctx, s, before, paths)
+}
+
+// coldStart follows the restart: the whole deployment starts from nothing.
+// The router's session with the replica is disabled, so that it forgets
+// every path at once (not kept under graceful restart), the replica is
+// stopped, the session enabled again and the replica started: the time
+// from its start until the router has every path it had and its routes as
+// before. The replica takes the Lease its predecessor released, lists
+// every node and Service, and sends every path on a new session.
+func (e *env) coldStart(ctx context.Context, s *Scenario, before routeTable, paths int) error {
+	if _, err := e.lab.Birdc("disable", "spk4_0"); err != nil {
+		return fmt.Errorf("bench: router: %w", err)
+	}
+	if _, err := e.ccm.StopWithin(10 * time.Second); err != nil {
+		return fmt.Errorf("bench: stopping the replica: %w", err)
+	}
+	e.ccm = nil
+	if _, err := e.lab.Birdc("enable", "spk4_0"); err != nil {
+		return fmt.Errorf("bench: router: %w", err)
+	}
+	p, err := e.birdSession()
+	if err != nil {
+		return err
+	}
+	if n := imported(p); n != 0 {
+		return fmt.Errorf("bench: the router kept %d paths of a disabled session", n)
+	}
+	if err := e.startCCM(ctx); err != nil {
+		return err
+	}
+	started := time.Now()
+	if err := e.waitForEvery(ctx, routerPoll, "every path of the cold start in the router", func() (bool, string) {
+		p, err := e.birdSession()
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.SessionState() == "Established" && imported(p) >= paths, fmt.Sprintf("session %s, %d of %d paths", p.SessionState(), imported(p), paths)
+	}); err != nil {
+		return err
+	}
+	back := time.Since(started)
+	if _, err := e.watchRouter(ctx, "the router's routes as before the cold start", sameRoutes(before)).wait(); err != nil {
+		return err
+	}
+	s.add("cold_start_s", "cold start (the router without the replica's paths, the replica started): every path in the router, from its start", back.Seconds(), "s")
 	return nil
 }
 
