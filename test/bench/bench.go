@@ -171,7 +171,9 @@ func Profile(name string) (Options, error) {
 	case "smoke":
 		o.JoinNodes, o.LBServices, o.LocalServices = 30, 30, 10
 		o.SteadyNodes, o.SteadyServices, o.SteadyIdle = 40, 60, 5*time.Second
-		o.HealthNodes, o.HealthIdle = 20, 3*time.Second
+		// HTTP checks every other second: both kinds of check within the
+		// short idle window.
+		o.HealthNodes, o.HealthIdle, o.HealthHTTPInterval = 20, 3*time.Second, 2*time.Second
 		o.AgentNodes, o.AgentServices, o.AgentIdle = 20, 40, 3*time.Second
 		o.TorChanges = 2
 		o.PowerNodes, o.PowerIdle = 100, 2*time.Second

@@ -139,8 +139,10 @@ func checkResults(t *testing.T, r *Results, o Options, router bool) {
 	positive(ScenarioEndpoints, "followed_s")
 	positive(ScenarioSteady, "rss_mib", "api_rps")
 	if s := r.Scenario(ScenarioHealth); s != nil && s.Skipped == "" {
-		// The probes reached the namespace's server: counted by both ends.
-		positive(ScenarioHealth, "probes_ps", "answers_ps", "rss_mib")
+		// The HTTP checks reached the namespace's server (counted by both
+		// ends), and the pings between them were answered (the namespace
+		// allows ping sockets).
+		positive(ScenarioHealth, "probes_ps", "answers_ps", "pings_ps", "rss_mib")
 		// Both replicas were measured: the one with checks off (the
 		// floor) had pages in memory. Its CPU over the idle window may be
 		// as small as the machine is quiet, so only its sign is checked.
