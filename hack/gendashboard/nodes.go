@@ -22,6 +22,9 @@ func health() row {
 		series("Health check time (p95)", "95th percentile of one check's time, by result. Failures at the check timeout are nodes that do not answer at all.",
 			look{unit: "s", min: ptr(0.0), span: 6},
 			query{"histogram_quantile(0.95, sum by (le, result) (rate(" + ccm("metal_ccm_node_health_check_duration_seconds_bucket") + rateInterval + ")))", "{{result}}"}),
+		series("Pings", "Pings of the nodes between their HTTP checks per second, by result. None: the replica may not open ping sockets (its log says so at start) or healthChecks.httpInterval equals the interval; failures are lost pings, each followed at once by an HTTP check.",
+			look{unit: "cps", min: ptr(0.0), span: 6},
+			query{"sum by (instance, result) (rate(" + ccm("metal_ccm_node_health_pings_total") + rateInterval + "))", "{{instance}} {{result}}"}),
 	}}
 }
 
