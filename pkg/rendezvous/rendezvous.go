@@ -55,20 +55,45 @@ func Pick(key netip.Prefix, hops []netip.Addr, limit int) []netip.Addr {
 // does not change it, so an address moves only when its owner goes. False
 // when hops is empty.
 func Owner(key netip.Prefix, hops []netip.Addr) (netip.Addr, bool) {
-	if len(hops) == 0 {
-		return netip.Addr{}, false
-	}
 	// One pass instead of Pick's sort: node agents ask this for every
 	// address whenever membership changes.
-	seed := seedOf(key)
-	best := scored{score(seed, hops[0]), hops[0]}
-	for _, h := range hops[1:] {
-		if s := (scored{score(seed, h), h}); s.compare(best) < 0 {
-			best = s
-		}
+	b := NewBest(key)
+	for _, h := range hops {
+		b.Offer(h)
 	}
-	return best.hop, true
+	return b.Owner()
 }
+
+// Best is Owner computed as the hops come, for a caller that filters them
+// on the way (and would otherwise build a list per key to pass to Owner).
+type Best struct {
+	seed uint64
+	best scored
+	ok   bool
+}
+
+// NewBest is the choice for key among no hops yet.
+func NewBest(key netip.Prefix) Best { return Best{seed: seedOf(key)} }
+
+// Offer adds hop to the hops chosen among.
+func (b *Best) Offer(hop netip.Addr) { b.Take(b.Score(hop)) }
+
+// Scored is a hop with its score for one key: scored once (Score), it can
+// be offered to every Best of that key (Take).
+type Scored struct{ s scored }
+
+// Score is hop scored for b's key.
+func (b *Best) Score(hop netip.Addr) Scored { return Scored{scored{score(b.seed, hop), hop}} }
+
+// Take adds a hop scored for b's key (by any Best of that key).
+func (b *Best) Take(s Scored) {
+	if !b.ok || s.s.compare(b.best) < 0 {
+		b.best, b.ok = s.s, true
+	}
+}
+
+// Owner is Owner(key, the hops offered): false when none was.
+func (b *Best) Owner() (netip.Addr, bool) { return b.best.hop, b.ok }
 
 // scored is a hop and its score for one key; lower scores are chosen first,
 // and the address breaks a tie so that the order of the input never matters.

@@ -14,6 +14,7 @@ import (
 type Candidates struct {
 	mu      sync.Mutex
 	m       map[netip.Prefix][]netip.Addr
+	version uint64 // counts the SetPaths
 	changed chan struct{}
 }
 
@@ -31,6 +32,7 @@ func (c *Candidates) SetPaths(_ context.Context, prefix netip.Prefix, nextHops [
 	} else {
 		c.m[prefix] = slices.Clone(nextHops)
 	}
+	c.version++
 	c.mu.Unlock()
 	select {
 	case c.changed <- struct{}{}:
@@ -39,11 +41,19 @@ func (c *Candidates) SetPaths(_ context.Context, prefix netip.Prefix, nextHops [
 	return nil
 }
 
-// Snapshot is a copy of the set (the lists are shared: never modified).
-func (c *Candidates) Snapshot() map[netip.Prefix][]netip.Addr {
+// Snapshot is a copy of the set (the lists are shared: never modified),
+// and its version, which every SetPaths changes.
+func (c *Candidates) Snapshot() (map[netip.Prefix][]netip.Addr, uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return maps.Clone(c.m)
+	return maps.Clone(c.m), c.version
+}
+
+// Version is the version Snapshot would return now.
+func (c *Candidates) Version() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.version
 }
 
 // Changed is told, coalesced, of every SetPaths.

@@ -7,11 +7,7 @@ import (
 	"net/netip"
 	"slices"
 
-	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-
 	"github.com/metal-ccm/metal-ccm/pkg/l2/member"
-	"github.com/metal-ccm/metal-ccm/pkg/nodes"
 	"github.com/metal-ccm/metal-ccm/pkg/rendezvous"
 )
 
@@ -99,7 +95,7 @@ func Choose(v View) Choice {
 			// the clients between them.
 			continue
 		}
-		owner, ok := rendezvous.Owner(p, held(p.Addr(), fit(p.Addr(), hops, live), live))
+		owner, ok := ownerOf(p, hops, live)
 		if !ok {
 			continue
 		}
@@ -127,49 +123,53 @@ func witnessMajority(v View, bound []member.Member) bool {
 	return v.Witness && slices.ContainsFunc(bound[0].Addresses, func(a netip.Addr) bool { return slices.Contains(v.Self, a.Unmap()) })
 }
 
-// fit are the hops (candidates of addr) whose agent is alive and says its
-// node serves addr; when none does, every live one (fail open, as the
-// replicas' health checks: an address is better answered by a node that
-// may not forward than by none, and a cluster whose every check fails, or
-// whose agents have just started, still answers).
-func fit(addr netip.Addr, hops []netip.Addr, live map[netip.Addr]member.Fitness) []netip.Addr {
-	var up, serving []netip.Addr
+// ownerOf is the owner of p among its candidates hops: the first by
+// rendezvous hashing among the fit ones, and among those that hold it when
+// any does. It computes the choice in one pass, without a list per address
+// (an observer at 5,000 nodes runs it for each of 1,000 addresses over 255
+// candidates each).
+//
+// Fit: the candidates whose agent is alive and says its node serves the
+// address; when none does, every live one (fail open, as the replicas'
+// health checks: an address is better answered by a node that may not
+// forward than by none, and a cluster whose every check fails, or whose
+// agents have just started, still answers).
+//
+// Held: with l2.failback Sticky an address stays with the node that took it
+// over while that node can carry it, rather than going back to the first by
+// hashing when that one returns (which would cut the connections through
+// the address). Two holders for a moment (a takeover not yet told by the
+// one that lost it) are settled by hashing among them. The rule reads only
+// what the members say, so agents configured either way during a rollout
+// still agree.
+func ownerOf(p netip.Prefix, hops []netip.Addr, live map[netip.Addr]member.Fitness) (netip.Addr, bool) {
+	addr := p.Addr()
+	up, upHeld, serving, servingHeld := rendezvous.NewBest(p), rendezvous.NewBest(p), rendezvous.NewBest(p), rendezvous.NewBest(p)
 	for _, h := range hops {
-		f, ok := live[h.Unmap()]
+		h = h.Unmap()
+		f, ok := live[h]
 		if !ok {
 			continue
 		}
-		up = append(up, h.Unmap())
+		s, held := up.Score(h), f.Held(addr)
+		up.Take(s)
+		if held {
+			upHeld.Take(s)
+		}
 		if f.Serves(addr) {
-			serving = append(serving, h.Unmap())
+			serving.Take(s)
+			if held {
+				servingHeld.Take(s)
+			}
 		}
 	}
-	if len(serving) == 0 {
-		return up
+	if _, any := serving.Owner(); any {
+		up, upHeld = serving, servingHeld
 	}
-	return serving
-}
-
-// held are the hops (fit candidates of addr) whose agent says it answers
-// for addr, when any does, else all of them: with l2.failback Sticky an
-// address stays with the node that took it over while that node can
-// carry it, rather than going back to the first by hashing when that
-// one returns (which would cut the connections through the address).
-// Two holders for a moment (a takeover not yet told by the one that
-// lost it) are settled by hashing among them. The rule reads only what
-// the members say, so agents configured either way during a rollout
-// still agree.
-func held(addr netip.Addr, hops []netip.Addr, live map[netip.Addr]member.Fitness) []netip.Addr {
-	var out []netip.Addr
-	for _, h := range hops {
-		if live[h].Held(addr) {
-			out = append(out, h)
-		}
+	if o, ok := upHeld.Owner(); ok {
+		return o, true
 	}
-	if len(out) == 0 {
-		return hops
-	}
-	return out
+	return up.Owner()
 }
 
 // Bound are the members that count: each named as an expected node,
@@ -188,46 +188,6 @@ func Bound(alive []member.Member, expected map[string][]netip.Addr) []member.Mem
 			continue
 		}
 		out = append(out, m)
-	}
-	return out
-}
-
-// ExpectedAgents are the nodes whose agents count towards the majority:
-// those l2.nodeSelector selects, Ready and not being deleted. They come from
-// the API server, not from the membership, so that the count does not
-// shrink when agents die silently (the membership forgets dead members
-// after a while, which would let a lone agent be a majority of one); a node
-// that is down long enough for the node controller to mark it not Ready
-// stops counting, so a cluster that loses nodes for good still has a
-// majority among those left.
-func ExpectedAgents(list []*v1.Node, selects func(labels.Set) bool) map[string][]netip.Addr {
-	out := map[string][]netip.Addr{}
-	for _, n := range list {
-		if !nodes.All(n, nodes.Ready, nodes.NotDeleting) || !selects(labels.Set(n.Labels)) {
-			continue
-		}
-		out[n.Name] = nodes.InternalIPs(n)
-	}
-	return out
-}
-
-// Seeds are where to join the expected agents a view does not show alive:
-// the primary InternalIP (IPv4, else IPv6) of each node selects picks, at port, except the
-// addresses of self. Joining through them finds a new node's agent, and
-// both sides of a healed partition, without a fixed seed list.
-func Seeds(list []*v1.Node, alive []member.Member, selects func(labels.Set) bool, port uint16, self []netip.Addr) []netip.AddrPort {
-	seen := map[string]bool{}
-	for _, m := range alive {
-		seen[m.Name] = true
-	}
-	var out []netip.AddrPort
-	for _, n := range list {
-		if seen[n.Name] || !selects(labels.Set(n.Labels)) {
-			continue
-		}
-		if a, ok := nodes.PrimaryInternalIP(n); ok && !slices.Contains(self, a) {
-			out = append(out, netip.AddrPortFrom(a, port))
-		}
 	}
 	return out
 }

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
@@ -74,6 +73,19 @@ type Watcher struct {
 
 	lastJoin time.Time
 	joining  atomic.Bool // a Join runs
+	nodes    nodeCache
+	last     *lastRound
+}
+
+// lastRound is the previous round and what it chose from: a round whose
+// inputs are the same takes its choice again (Choose at 5,000 nodes and
+// 1,000 addresses costs milliseconds, and the nodes' agents and the
+// replicas run a round every second).
+type lastRound struct {
+	version uint64 // the candidates'
+	alive   []member.Member
+	witness bool
+	round   Round
 }
 
 // Round is what one round of the loop saw and chose.
@@ -109,19 +121,34 @@ func (w *Watcher) Run(ctx context.Context, synced func() bool, decide func(conte
 }
 
 // Round takes the view of the moment, joins the agents it misses, and
-// chooses; ok is false when the nodes cannot be listed.
+// chooses; ok is false when the nodes cannot be listed. The Round is
+// shared with later ones: never modified.
 func (w *Watcher) Round(ctx context.Context) (Round, bool) {
 	list, err := w.Nodes.List(labels.Everything())
 	if err != nil {
 		return Round{}, false
 	}
-	v := View{Candidates: w.Candidates.Snapshot(), Self: w.Self, Alive: w.Members.Alive(), Expected: ExpectedAgents(list, w.Selects)}
+	nodesChanged := w.nodes.refresh(list, w.Selects)
+	v := View{Self: w.Self, Alive: w.Members.Alive(), Expected: w.nodes.expected}
 	if w.Witness != nil {
 		w.Witness.Want(WantsWitness(v))
 		v.Witness = w.Witness.Held()
 	}
-	w.join(ctx, list, v.Alive)
-	return Round{View: v, Choice: Choose(v)}, true
+	w.join(ctx, v.Alive)
+	if l := w.last; l != nil && !nodesChanged && l.version == w.Candidates.Version() && l.witness == v.Witness &&
+		slices.EqualFunc(l.alive, v.Alive, sameMember) {
+		return l.round, true
+	}
+	var version uint64
+	v.Candidates, version = w.Candidates.Snapshot()
+	r := Round{View: v, Choice: Choose(v)}
+	w.last = &lastRound{version: version, alive: v.Alive, witness: v.Witness, round: r}
+	return r, true
+}
+
+// sameMember: a and b say the same.
+func sameMember(a, b member.Member) bool {
+	return a.Name == b.Name && a.From == b.From && slices.Equal(a.Addresses, b.Addresses) && a.Fitness.Equal(b.Fitness)
 }
 
 // join dials the expected agents the membership does not show, at most
@@ -130,11 +157,11 @@ func (w *Watcher) Round(ctx context.Context) (Round, bool) {
 // background: the node that just died is among the seeds, and its dial
 // waits for the TCP timeout, which must not hold up the takeover of its
 // addresses.
-func (w *Watcher) join(ctx context.Context, list []*v1.Node, alive []member.Member) {
+func (w *Watcher) join(ctx context.Context, alive []member.Member) {
 	if time.Since(w.lastJoin) < JoinEvery || w.joining.Load() {
 		return
 	}
-	seeds := Seeds(list, alive, w.Selects, w.Port, w.Self)
+	seeds := seedsFrom(w.nodes.byName, alive, w.Port, w.Self)
 	if len(seeds) == 0 {
 		return
 	}
