@@ -30,9 +30,10 @@ type statusSource struct {
 	changed chan struct{}
 
 	// Set by Services, once per round.
-	cfg    *config.CloudConfig
-	byAddr map[netip.Addr]string // next hop -> node name
-	nodes  []*v1.Node            // for why no node is eligible
+	cfg      *config.CloudConfig
+	byAddr   map[netip.Addr]string // next hop -> node name
+	nodes    []*v1.Node            // for why no node is eligible
+	nodesWhy map[svcstatus.Protocol]string
 }
 
 func (c *Cloud) newStatusSource() *statusSource {
@@ -58,7 +59,7 @@ func (s *statusSource) run(ctx context.Context) { s.c.replica.WatchChanges(ctx, 
 func (s *statusSource) Services() ([]*v1.Service, error) {
 	s.cfg = s.c.state.Load().cfg
 	s.byAddr = s.c.replica.NodeNames()
-	s.nodes = nil
+	s.nodes, s.nodesWhy = nil, map[svcstatus.Protocol]string{}
 	if s.c.nodes != nil {
 		// Without the list, a condition says no eligible node, not why.
 		s.nodes, _ = s.c.nodes.List(labels.Everything())
@@ -94,7 +95,14 @@ func (s *statusSource) State(svc *v1.Service) svcstatus.State {
 			a, ok := s.c.replica.Announcement(p, addr, s.byAddr)
 			st.Known = st.Known && ok
 			if st.NoNodeWhy == "" && s.nodes != nil && a.Reason() == svcstatus.ReasonNoEligibleNode {
-				st.NoNodeWhy = noNodeWhy(s.nodes, s.cfg, svc, &a)
+				why, ok := s.nodesWhy[a.Protocol]
+				if !ok {
+					why = nodesWhy(s.nodes, s.cfg, a.Protocol)
+					if s.nodesWhy != nil {
+						s.nodesWhy[a.Protocol] = why
+					}
+				}
+				st.NoNodeWhy = localWhy(why, svc)
 			}
 			st.Announcements = append(st.Announcements, a)
 		}

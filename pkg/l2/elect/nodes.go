@@ -13,7 +13,7 @@ import (
 
 // agentNode is what the L2 rules read of one node.
 type agentNode struct {
-	rv string // the node's resourceVersion
+	name string
 	// selected: l2.nodeSelector picks it, so an agent runs there (Seeds).
 	selected bool
 	// counts: selected, Ready and not being deleted (ExpectedAgents).
@@ -23,7 +23,7 @@ type agentNode struct {
 }
 
 func agentNodeOf(n *v1.Node, selects func(labels.Set) bool) agentNode {
-	e := agentNode{rv: n.ResourceVersion, selected: selects(labels.Set(n.Labels))}
+	e := agentNode{name: n.Name, selected: selects(labels.Set(n.Labels))}
 	if !e.selected {
 		return e
 	}
@@ -37,10 +37,10 @@ func (e agentNode) same(o agentNode) bool {
 	return e.selected == o.selected && e.counts == o.counts && e.seed == o.seed && slices.Equal(e.addrs, o.addrs)
 }
 
-func agentNodes(list []*v1.Node, selects func(labels.Set) bool) map[string]agentNode {
-	out := make(map[string]agentNode, len(list))
+func agentNodes(list []*v1.Node, selects func(labels.Set) bool) map[*v1.Node]agentNode {
+	out := make(map[*v1.Node]agentNode, len(list))
 	for _, n := range list {
-		out[n.Name] = agentNodeOf(n, selects)
+		out[n] = agentNodeOf(n, selects)
 	}
 	return out
 }
@@ -57,11 +57,11 @@ func ExpectedAgents(list []*v1.Node, selects func(labels.Set) bool) map[string][
 	return expectedFrom(agentNodes(list, selects))
 }
 
-func expectedFrom(byName map[string]agentNode) map[string][]netip.Addr {
+func expectedFrom(byNode map[*v1.Node]agentNode) map[string][]netip.Addr {
 	out := map[string][]netip.Addr{}
-	for name, e := range byName {
+	for _, e := range byNode {
 		if e.counts {
-			out[name] = e.addrs
+			out[e.name] = e.addrs
 		}
 	}
 	return out
@@ -76,14 +76,14 @@ func Seeds(list []*v1.Node, alive []member.Member, selects func(labels.Set) bool
 	return seedsFrom(agentNodes(list, selects), alive, port, self)
 }
 
-func seedsFrom(byName map[string]agentNode, alive []member.Member, port uint16, self []netip.Addr) []netip.AddrPort {
+func seedsFrom(byNode map[*v1.Node]agentNode, alive []member.Member, port uint16, self []netip.Addr) []netip.AddrPort {
 	seen := map[string]bool{}
 	for _, m := range alive {
 		seen[m.Name] = true
 	}
 	var out []netip.AddrPort
-	for name, e := range byName {
-		if seen[name] || !e.selected || !e.seed.IsValid() || slices.Contains(self, e.seed) {
+	for _, e := range byNode {
+		if seen[e.name] || !e.selected || !e.seed.IsValid() || slices.Contains(self, e.seed) {
 			continue
 		}
 		out = append(out, netip.AddrPortFrom(e.seed, port))
@@ -92,49 +92,44 @@ func seedsFrom(byName map[string]agentNode, alive []member.Member, port uint16, 
 	return out
 }
 
-// nodeCache keeps each node's agentNode by its resourceVersion: a round
-// lists the nodes every Recheck, and matching 5,000 of them against
-// l2.nodeSelector and reading their addresses every second cost as much
-// as the rest of the round.
+// nodeCache keeps each node's agentNode by the node's object: the
+// informer replaces a node's object when it changes, so a listed object
+// already in the cache is unchanged. A round lists the nodes every Recheck,
+// and matching 5,000 of them against l2.nodeSelector and reading their
+// addresses every second cost as much as the rest of the round.
 type nodeCache struct {
-	byName   map[string]agentNode
-	expected map[string][]netip.Addr // expectedFrom(byName): replaced, never modified
+	byNode   map[*v1.Node]agentNode
+	expected map[string][]netip.Addr // expectedFrom(byNode): replaced, never modified
 }
 
 // refresh brings the cache to list and reports whether what the rules read
-// changed (a node's resourceVersion alone does not count).
+// changed (a new object for a node that says the same does not count).
 func (c *nodeCache) refresh(list []*v1.Node, selects func(labels.Set) bool) bool {
-	changed := c.byName == nil
-	if changed {
-		c.byName = make(map[string]agentNode, len(list))
+	if c.byNode != nil && len(list) == len(c.byNode) && !slices.ContainsFunc(list, func(n *v1.Node) bool {
+		_, ok := c.byNode[n]
+		return !ok
+	}) {
+		return false
 	}
+	old := make(map[string]agentNode, len(c.byNode))
+	for _, e := range c.byNode {
+		old[e.name] = e
+	}
+	changed := c.byNode == nil || len(old) != len(list)
+	next := make(map[*v1.Node]agentNode, len(list))
 	for _, n := range list {
-		old, ok := c.byName[n.Name]
-		if ok && old.rv != "" && old.rv == n.ResourceVersion {
-			continue
-		}
-		e := agentNodeOf(n, selects)
-		if !ok || !e.same(old) {
-			changed = true
-		}
-		c.byName[n.Name] = e
-	}
-	if len(c.byName) != len(list) {
-		// Some are gone: every listed node is in the map, so the extra ones
-		// are those not listed.
-		listed := make(map[string]bool, len(list))
-		for _, n := range list {
-			listed[n.Name] = true
-		}
-		for name := range c.byName {
-			if !listed[name] {
-				delete(c.byName, name)
+		e, ok := c.byNode[n]
+		if !ok {
+			e = agentNodeOf(n, selects)
+			if was, had := old[n.Name]; !had || !e.same(was) {
 				changed = true
 			}
 		}
+		next[n] = e
 	}
+	c.byNode = next
 	if changed || c.expected == nil {
-		c.expected = expectedFrom(c.byName)
+		c.expected = expectedFrom(next)
 	}
 	return changed
 }

@@ -161,11 +161,11 @@ func (w *Watcher) join(ctx context.Context, alive []member.Member) {
 	if time.Since(w.lastJoin) < JoinEvery || w.joining.Load() {
 		return
 	}
-	seeds := seedsFrom(w.nodes.byName, alive, w.Port, w.Self)
+	w.lastJoin = time.Now()
+	seeds := seedsFrom(w.nodes.byNode, alive, w.Port, w.Self)
 	if len(seeds) == 0 {
 		return
 	}
-	w.lastJoin = time.Now()
 	w.joining.Store(true)
 	go func() {
 		defer w.joining.Store(false)
