@@ -67,15 +67,11 @@ func expectedFrom(byNode map[*v1.Node]agentNode) map[string][]netip.Addr {
 	return out
 }
 
-// Seeds are where to join the expected agents a view does not show alive:
-// the primary InternalIP (IPv4, else IPv6) of each node selects picks, at
-// port, except the addresses of self. Joining through them finds a new
-// node's agent, and both sides of a healed partition, without a fixed seed
-// list.
-func Seeds(list []*v1.Node, alive []member.Member, selects func(labels.Set) bool, port uint16, self []netip.Addr) []netip.AddrPort {
-	return seedsFrom(agentNodes(list, selects), alive, port, self)
-}
-
+// seedsFrom are where to join the expected agents a view does not show
+// alive: the primary InternalIP (IPv4, else IPv6) of each node
+// l2.nodeSelector picks, at port, except the addresses of self. Joining
+// through them finds a new node's agent, and both sides of a healed
+// partition, without a fixed seed list.
 func seedsFrom(byNode map[*v1.Node]agentNode, alive []member.Member, port uint16, self []netip.Addr) []netip.AddrPort {
 	seen := map[string]bool{}
 	for _, m := range alive {
